@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "attest-worker",
+    products: [
+        .executable(name: "attest-worker", targets: ["attest-worker"]),
+        .library(name: "AttestVerifier", targets: ["AttestVerifier"]),
+        .library(name: "AttestMint", targets: ["AttestMint"]),
+    ],
+    targets: [
+        // C libraries, imported only by the thin wrapper modules that own their objects.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
+
+        // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
+        .target(name: "AttestCore"),
+        // The only module that calls libcrypto for verification: digests and ECDSA.
+        .target(name: "AttestCrypto", dependencies: ["AttestCore", "COpenSSL", "COpenSSLShims"]),
+        // Ordered checks with reason codes, trust anchors, caches, the clock.
+        .target(name: "AttestVerifier", dependencies: ["AttestCore", "AttestCrypto"]),
+        // Creates valid and deliberately broken attestations/assertions under a generated test PKI.
+        .target(name: "AttestMint", dependencies: ["AttestCore", "COpenSSL", "COpenSSLShims"]),
+        // Job and verdict JSON shared by the offline verifier and the worker.
+        .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestVerifier"]),
+        .executableTarget(
+            name: "attest-worker",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint"]
+        ),
+
+        .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
+        .testTarget(
+            name: "AttestVerifierTests",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint"]
+        ),
+    ]
+)
+
+// STANDARD SETTINGS: strict concurrency and explicit member imports on every Swift target.
+for target in package.targets where target.type != .system && target.name != "COpenSSLShims" {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,28 @@
+/// The CBOR assertion `{signature, authenticatorData}` (vectors/README.md assertion step 2).
+public struct AssertionObject: Sendable {
+    public enum Failure: Error, Sendable, Equatable {
+        case malformed(String)
+        case trailingData
+    }
+
+    public let signature: [UInt8]
+    public let authenticatorData: [UInt8]
+
+    public init(cbor bytes: [UInt8], maxDepth: Int = 16) throws(Failure) {
+        let top: CBORValue
+        do {
+            top = try CBORDecoder(maxDepth: maxDepth).decode(bytes)
+        } catch let error where error.kind == .trailingData {
+            throw .trailingData
+        } catch {
+            throw .malformed("\(error)")
+        }
+        guard case .map = top else { throw .malformed("not a map") }
+        guard case .bytes(let signature)? = top["signature"] else { throw .malformed("signature missing or not bytes") }
+        guard case .bytes(let authData)? = top["authenticatorData"], authData.count >= 37 else {
+            throw .malformed("authenticatorData missing, not bytes or shorter than 37 bytes")
+        }
+        self.signature = signature
+        self.authenticatorData = authData
+    }
+}

@@ -1,0 +1,10 @@
+internal import COpenSSL
+
+/// Comparison whose time does not depend on where two equal-length byte strings differ, for hashes and
+/// secrets an attacker may probe.
+public enum ConstantTime {
+    public static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return CRYPTO_memcmp(a, b, a.count) == 0
+    }
+}

@@ -1,0 +1,136 @@
+import AttestCore
+import AttestVerifier
+
+/// A verification job as backends publish it (SPEC 2; Schemas/ is the source of truth), validated field
+/// by field so that a bad job gets a `job_invalid` verdict naming the field.
+public struct Job: Sendable {
+    public enum Kind: String, Sendable {
+        case attestation
+        case assertion
+    }
+
+    public var jobId: String
+    public var kind: Kind
+    public var teamId: String
+    public var bundleId: String
+    public var keyId: String
+    public var receivedAt: Timestamp
+    public var challenge: String?
+    /// The base64 object: `attestationObject` or `assertion`.
+    public var object: String
+    /// Attestations: `clientDataHash`. Assertions: `clientDataHash` or `clientData`.
+    public var clientData: AssertionRequest.ClientData
+    /// Optional device metadata, passed through to the store.
+    public var metadata: [String: String]
+    /// Offline `verify` only: the device state a store would hold for an assertion.
+    public var storedPublicKey: String?
+    public var storedCounter: UInt32?
+
+    static let metadataFields = [
+        "deviceId", "deviceFingerprint", "subjectId", "deviceModel", "osVersion", "appVersion", "appBuildNumber",
+        "platform",
+    ]
+
+    /// Why a message could not be read as a job.
+    public struct Invalid: Error, Sendable {
+        /// The jobId when the message had one, so the verdict can be correlated.
+        public var jobId: String?
+        public var failure: VerificationFailure
+    }
+
+    /// Reads a job from a JSON object.
+    public static func parse(_ json: JSONValue) -> Result<Job, Invalid> {
+        guard case .object = json else {
+            return .failure(Invalid(jobId: nil, failure: VerificationFailure(.jobInvalid, .invalidField, "job is not a JSON object")))
+        }
+        var fields = Fields(json: json)
+        let jobId = fields.string("jobId")
+        func fail(_ failure: VerificationFailure) -> Result<Job, Invalid> { .failure(Invalid(jobId: jobId, failure: failure)) }
+        if let problem = fields.problem { return fail(problem) }
+
+        let kind: Kind
+        switch json["kind"] {
+        case nil, .null?:
+            if json["attestationObject"] != nil {
+                kind = .attestation
+            } else if json["assertion"] != nil {
+                kind = .assertion
+            } else {
+                return fail(VerificationFailure(.jobInvalid, .missingField, "attestationObject or assertion is required"))
+            }
+        case .string(let text)?:
+            guard let parsed = Kind(rawValue: text) else {
+                return fail(VerificationFailure(.jobInvalid, .invalidField, "kind must be attestation or assertion"))
+            }
+            kind = parsed
+        default:
+            return fail(VerificationFailure(.jobInvalid, .invalidField, "kind must be a string"))
+        }
+        let teamId = fields.string("teamId")
+        let bundleId = fields.string("bundleId")
+        let keyId = fields.string("keyId")
+        let receivedAtText = fields.string("receivedAt")
+        let object = fields.string(kind == .attestation ? "attestationObject" : "assertion")
+        let clientData: AssertionRequest.ClientData
+        if kind == .assertion, json["clientDataHash"] == nil, json["clientData"] != nil {
+            clientData = .raw(fields.string("clientData"))
+        } else {
+            clientData = .hash(fields.string("clientDataHash"))
+        }
+        let challenge = fields.optionalString("challenge")
+        var metadata = [String: String]()
+        for name in metadataFields {
+            if let value = fields.optionalString(name) { metadata[name] = value }
+        }
+        let storedPublicKey = fields.optionalString("publicKey")
+        let storedCounter = fields.optionalCounter("previousCounter")
+        if let problem = fields.problem { return fail(problem) }
+        guard let receivedAt = Timestamp(rfc3339: receivedAtText) else {
+            return fail(VerificationFailure(.jobInvalid, .invalidField, "receivedAt is not an RFC 3339 time"))
+        }
+        return .success(
+            Job(
+                jobId: jobId, kind: kind, teamId: teamId, bundleId: bundleId, keyId: keyId, receivedAt: receivedAt,
+                challenge: challenge, object: object, clientData: clientData, metadata: metadata,
+                storedPublicKey: storedPublicKey, storedCounter: storedCounter))
+    }
+
+    /// Collects the first field problem while reading, so parsing reads straight through.
+    private struct Fields {
+        let json: JSONValue
+        var problem: VerificationFailure? = nil
+
+        mutating func string(_ name: String) -> String {
+            switch json[name] {
+            case .string(let s)? where !s.isEmpty: return s
+            case nil, .null?: note(.missingField, "\(name) is required")
+            default: note(.invalidField, "\(name) must be a non-empty string")
+            }
+            return ""
+        }
+
+        mutating func optionalString(_ name: String) -> String? {
+            switch json[name] {
+            case nil, .null?: return nil
+            case .string(let s)?: return s
+            default:
+                note(.invalidField, "\(name) must be a string")
+                return nil
+            }
+        }
+
+        mutating func optionalCounter(_ name: String) -> UInt32? {
+            switch json[name] {
+            case nil, .null?: return nil
+            case .int(let n)? where n >= 0 && n <= Int64(UInt32.max): return UInt32(n)
+            default:
+                note(.invalidField, "\(name) must be an integer from 0 to 2^32-1")
+                return nil
+            }
+        }
+
+        private mutating func note(_ reason: FailureReason, _ message: String) {
+            if problem == nil { problem = VerificationFailure(.jobInvalid, reason, message) }
+        }
+    }
+}

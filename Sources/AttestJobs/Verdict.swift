@@ -1,0 +1,100 @@
+import AttestCore
+import AttestVerifier
+
+/// The decision on one job, as published to the results topic and printed by `verify` (SPEC 2).
+public struct Verdict: Sendable {
+    public var jobId: String?
+    public var kind: Job.Kind?
+    public var keyId: String?
+    public var teamId: String?
+    public var bundleId: String?
+    public var failure: VerificationFailure?
+    public var environment: AppAttestEnvironment?
+    public var counter: UInt32?
+    public var verifiedAt: Timestamp
+    public var verificationTime: Timestamp?
+    /// Accepted attestations: the attested key (X9.62 point) and the receipt summary.
+    public var publicKey: [UInt8]?
+    public var receipt: Receipt?
+    /// Accepted jobs whose authenticator data carries Apple's extension map.
+    public var extensions: AppleExtensions?
+
+    public var ok: Bool { failure == nil }
+
+    public init(job: Job?, verifiedAt: Timestamp) {
+        jobId = job?.jobId
+        kind = job?.kind
+        keyId = job?.keyId
+        teamId = job?.teamId
+        bundleId = job?.bundleId
+        self.verifiedAt = verifiedAt
+    }
+
+    public var json: JSONValue {
+        var m = [(String, JSONValue)]()
+        m.append(("jobId", jobId.map(JSONValue.string) ?? .null))
+        m.append(("kind", kind.map { .string($0.rawValue) } ?? .null))
+        m.append(("keyId", keyId.map(JSONValue.string) ?? .null))
+        m.append(("teamId", teamId.map(JSONValue.string) ?? .null))
+        m.append(("bundleId", bundleId.map(JSONValue.string) ?? .null))
+        m.append(("ok", .bool(ok)))
+        if let failure {
+            m.append(("code", .string(failure.code.rawValue)))
+            m.append(("reason", .string(failure.reason.rawValue)))
+            m.append(("message", .string(failure.message)))
+        }
+        if let environment { m.append(("environment", .string(environment.rawValue))) }
+        if let counter { m.append(("counter", .int(Int64(counter)))) }
+        m.append(("verifiedAt", .string(verifiedAt.rfc3339)))
+        if let verificationTime { m.append(("verificationTime", .string(verificationTime.rfc3339))) }
+        if let publicKey { m.append(("publicKey", .string(Base64.encode(publicKey)))) }
+        if let receipt {
+            var r: [(String, JSONValue)] = [
+                ("type", receipt.type.map(JSONValue.string) ?? .null),
+                ("creationTime", receipt.creationTime.map(JSONValue.string) ?? .null),
+                ("expirationTime", receipt.expirationTime.map(JSONValue.string) ?? .null),
+            ]
+            if let risk = receipt.riskMetric { r.append(("riskMetric", .int(Int64(risk)))) }
+            m.append(("receipt", .object(r)))
+        }
+        if ok && (kind == .attestation || extensions != nil) {
+            m.append(("extensions", extensions.map(Self.json) ?? .null))
+        }
+        return .object(m)
+    }
+
+    /// SPEC 7: known keys with their documented types become text / an integer (4 bytes little-endian);
+    /// anything else is reported as it is; unknown key names are listed when there are any.
+    static func json(_ extensions: AppleExtensions) -> JSONValue {
+        var m = [(String, JSONValue)]()
+        if let version = extensions.bundleVersion {
+            m.append((AppleExtensions.bundleVersionKey, json(version)))
+        }
+        if let number = extensions.validationCategoryNumber {
+            m.append((AppleExtensions.validationCategoryKey, .int(Int64(number))))
+        } else if let category = extensions.validationCategory {
+            m.append((AppleExtensions.validationCategoryKey, json(category)))
+        }
+        let others = extensions.otherKeys
+        if !others.isEmpty { m.append(("otherKeys", .array(others.map(JSONValue.string)))) }
+        return .object(m)
+    }
+
+    /// A CBOR value as JSON: bytes as base64 text, map keys by their text or integer form.
+    static func json(_ value: CBORValue) -> JSONValue {
+        switch value {
+        case .unsigned(let n): return Int64(exactly: n).map(JSONValue.int) ?? .double(Double(n))
+        case .negative(let n): return Int64(exactly: n).map { .int(-1 - $0) } ?? .double(-1 - Double(n))
+        case .bytes(let b): return .string(Base64.encode(b))
+        case .text(let t): return .string(t)
+        case .array(let items): return .array(items.map(json))
+        case .map(let entries):
+            return .object(entries.map { ($0.key.textValue ?? $0.key.intValue.map(String.init) ?? "\($0.key)", json($0.value)) })
+        case .tagged(_, let inner): return json(inner)
+        case .bool(let b): return .bool(b)
+        case .null, .undefined: return .null
+        case .simple(let s): return .int(Int64(s))
+        case .float(let d): return .double(d)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import AttestCore
+import AttestCrypto
+import Synchronization
+
+/// CA certificates already verified up to one trust anchor, keyed by their exact DER bytes.
+///
+/// The intermediate shared by every device (and the receipt signer shared by every receipt) is then
+/// verified once, not once per job. Only the signature, name chaining and CA constraints are cached:
+/// validity periods depend on the job's time and are checked every time. Entries are only ever added
+/// after verification against the anchor, so a client cannot fill the cache with certificates of its own.
+public final class VerifiedIssuerCache: Sendable {
+    private let entries = Mutex<[[UInt8]: Entry]>([:])
+    private let statistics = Mutex<(hits: Int, misses: Int)>((0, 0))
+    /// A bound against unforeseen growth; real deployments see a handful of CA certificates.
+    public let capacity: Int
+
+    public init(capacity: Int = 256) {
+        self.capacity = capacity
+    }
+
+    /// What verification established about a certificate: its key and its own path length limit.
+    struct Entry: Sendable {
+        let key: ECPublicKey
+        let pathLength: Int?
+    }
+
+    /// The entry of a verified certificate, counting a hit or miss.
+    func entry(for der: [UInt8]) -> Entry? {
+        let entry = entries.withLock { $0[der] }
+        statistics.withLock { entry == nil ? ($0.misses += 1) : ($0.hits += 1) }
+        return entry
+    }
+
+    func insert(_ der: [UInt8], _ entry: Entry) {
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[der] = entry
+        }
+    }
+
+    /// Lookups answered from the cache and lookups that required verification, since start.
+    public var counts: (hits: Int, misses: Int) { statistics.withLock { $0 } }
+
+    public var count: Int { entries.withLock { $0.count } }
+}

@@ -1,0 +1,66 @@
+/// A rejection: a coarse, stable `code` for clients, a fine `reason` for analytics, and a message for
+/// support. The message never holds attestation bytes, receipts or keys.
+public struct VerificationFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: FailureCode
+    public var reason: FailureReason
+    public var message: String
+
+    public init(_ code: FailureCode, _ reason: FailureReason, _ message: String) {
+        self.code = code
+        self.reason = reason
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue)/\(reason.rawValue): \(message)" }
+
+    /// Equality by code and reason only: messages are free text.
+    public static func == (a: Self, b: Self) -> Bool { a.code == b.code && a.reason == b.reason }
+}
+
+/// SPEC section 3 codes.
+public enum FailureCode: String, Sendable, CaseIterable {
+    case attestationObjectInvalid = "attestation_object_invalid"
+    case assertionInvalid = "assertion_invalid"
+    case keyIdInvalid = "key_id_invalid"
+    case clientDataHashInvalid = "client_data_hash_invalid"
+    case challengeInvalid = "challenge_invalid"
+    case challengeExpired = "challenge_expired"
+    case challengeAlreadyUsed = "challenge_already_used"
+    case appleValidationFailed = "apple_validation_failed"
+    case reattestRequired = "reattest_required"
+    case quotaExceeded = "quota_exceeded"
+    case jobInvalid = "job_invalid"
+}
+
+/// SPEC section 3 reasons: a bounded set, used as a metric label and stored with verdicts.
+public enum FailureReason: String, Sendable, CaseIterable {
+    case malformedBase64 = "malformed_base64"
+    case malformedCBOR = "malformed_cbor"
+    case trailingData = "trailing_data"
+    case unsupportedFormat = "unsupported_format"
+    case missingCertificates = "missing_certificates"
+    case certificateChainInvalid = "certificate_chain_invalid"
+    case certificateExpired = "certificate_expired"
+    case nonceMismatch = "nonce_mismatch"
+    case keyIdMismatch = "key_id_mismatch"
+    case publicKeyMismatch = "public_key_mismatch"
+    case rpIdMismatch = "rp_id_mismatch"
+    case counterNotZero = "counter_not_zero"
+    case aaguidInvalid = "aaguid_invalid"
+    case environmentNotAllowed = "environment_not_allowed"
+    case credentialIdMismatch = "credential_id_mismatch"
+    case receiptInvalid = "receipt_invalid"
+    case signatureInvalid = "signature_invalid"
+    case counterNotIncreasing = "counter_not_increasing"
+    case unknownKey = "unknown_key"
+    case challengeMismatch = "challenge_mismatch"
+    case challengeUnknown = "challenge_unknown"
+    case challengeExpired = "challenge_expired"
+    case challengeAlreadyUsed = "challenge_already_used"
+    case receivedAtOutOfRange = "received_at_out_of_range"
+    case tooLarge = "too_large"
+    case missingField = "missing_field"
+    case invalidField = "invalid_field"
+    case unknownApp = "unknown_app"
+    case quotaExceeded = "quota_exceeded"
+}

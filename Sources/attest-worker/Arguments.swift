@@ -1,0 +1,42 @@
+/// A small command-line reader: `--name value` options, `--flag` switches and positional arguments, with
+/// usage errors as one-line messages (exit status 2).
+struct Arguments {
+    private var remaining: [String]
+
+    init(_ arguments: some Sequence<String>) {
+        remaining = Array(arguments)
+    }
+
+    struct UsageError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Removes `--name value` (or `--name=value`) and returns the value.
+    mutating func option(_ name: String) throws -> String? {
+        if let i = remaining.firstIndex(where: { $0.hasPrefix("--\(name)=") }) {
+            return String(remaining.remove(at: i).dropFirst(name.count + 3))
+        }
+        guard let i = remaining.firstIndex(of: "--\(name)") else { return nil }
+        guard i + 1 < remaining.count else { throw UsageError(description: "--\(name) needs a value") }
+        let value = remaining[i + 1]
+        remaining.removeSubrange(i...(i + 1))
+        return value
+    }
+
+    /// Removes `--name` and tells whether it was there.
+    mutating func flag(_ name: String) -> Bool {
+        guard let i = remaining.firstIndex(of: "--\(name)") else { return false }
+        remaining.remove(at: i)
+        return true
+    }
+
+    /// The positional arguments left; fails on any unknown option.
+    func positionals(max: Int) throws -> [String] {
+        if let unknown = remaining.first(where: { $0.hasPrefix("--") && $0 != "--" }) {
+            throw UsageError(description: "unknown option \(unknown)")
+        }
+        let values = remaining.filter { $0 != "--" }
+        guard values.count <= max else { throw UsageError(description: "unexpected argument \(values[max])") }
+        return values
+    }
+}

@@ -1,0 +1,112 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestVerifier
+import Foundation
+
+/// `attest-worker verify [FILE]`: jobs as JSON lines from FILE or stdin, one verdict line per job on stdout,
+/// in order, with no services. Flags give the policy, the clock and the trust anchors.
+enum VerifyCommand {
+    static let help = """
+        usage: attest-worker verify [FILE] [options]
+
+        Reads jobs (JSON lines; `kind` attestation|assertion, or inferred from attestationObject/assertion)
+        from FILE or stdin and prints one verdict (JSON) per job on stdout, in order. Assertion lines carry
+        the stored device state: `publicKey` (base64 X9.62 point; absent or null = unknown key) and
+        `previousCounter`. Logs and warnings go to stderr.
+
+        options:
+          --now RFC3339                 the clock (default: the system clock)
+          --environment production|development|any
+                                        the environments accepted (default: production)
+          --trust-anchor PEM            replaces the Apple App Attestation Root CA
+          --receipt-trust-anchor PEM    replaces Apple Root CA - G3
+          --max-job-age SECONDS         oldest receivedAt accepted (default 86400)
+          --max-future-skew SECONDS     newest receivedAt accepted, ahead of now (default 60)
+
+        Exit status: 0 when every line was processed, 2 on usage or I/O errors.
+        """
+
+    /// A line longer than this is not read as a job (SPEC 7: messages up to 256 KiB).
+    static let maxLineBytes = 256 * 1024
+
+    static func run(_ argv: [String]) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("help") {
+            print(help)
+            return 0
+        }
+        let clock: any Clock
+        if let text = try args.option("now") {
+            guard let instant = Timestamp(rfc3339: text) else {
+                throw Arguments.UsageError(description: "--now \(text) is not an RFC 3339 time")
+            }
+            clock = FixedClock(instant)
+        } else {
+            clock = SystemClock()
+        }
+        let environmentText = try args.option("environment") ?? "production"
+        guard let policy = EnvironmentPolicy(rawValue: environmentText) else {
+            throw Arguments.UsageError(description: "--environment must be production, development or any")
+        }
+        let trust = try TrustOptions.load(
+            attestation: args.option("trust-anchor"), receipt: args.option("receipt-trust-anchor"))
+        var bounds = JobVerifier.TimeBounds()
+        if let text = try args.option("max-job-age") { bounds.maxAgeSeconds = try seconds(text, "--max-job-age") }
+        if let text = try args.option("max-future-skew") {
+            bounds.maxFutureSkewSeconds = try seconds(text, "--max-future-skew")
+        }
+        let files = try args.positionals(max: 1)
+        let input = try LineReader(path: files.first.flatMap { $0 == "-" ? nil : $0 })
+        let verifier = JobVerifier(trust: trust, clock: clock, timeBounds: bounds)
+        var output = ""
+        while let line = try input.next() {
+            guard !line.allSatisfy(\.isWhitespace) else { continue }
+            verdict(for: line, verifier: verifier, policy: policy).json.write(to: &output)
+            output += "\n"
+            if output.utf8.count > 1 << 16 { flush(&output) }
+        }
+        flush(&output)
+        return 0
+    }
+
+    static func verdict(for line: String, verifier: JobVerifier, policy: EnvironmentPolicy) -> Verdict {
+        guard line.utf8.count <= maxLineBytes else {
+            return verifier.rejection(jobId: nil, VerificationFailure(.jobInvalid, .tooLarge, "line over 256 KiB"))
+        }
+        guard let json = JSONValue.parse(Array(line.utf8)) else {
+            return verifier.rejection(jobId: nil, VerificationFailure(.jobInvalid, .invalidField, "line is not JSON"))
+        }
+        let job: Job
+        switch Job.parse(json) {
+        case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure)
+        case .success(let parsed): job = parsed
+        }
+        switch job.kind {
+        case .attestation:
+            return verifier.decideAttestation(job, policy: policy).0
+        case .assertion:
+            var device: StoredDevice? = nil
+            if let text = job.storedPublicKey {
+                guard let point = Base64.decode(text), let key = ECPublicKey(p256Point: point) else {
+                    return verifier.rejection(
+                        jobId: job.jobId, VerificationFailure(.jobInvalid, .invalidField, "publicKey is not a P-256 point"))
+                }
+                device = StoredDevice(publicKey: key, counter: job.storedCounter ?? 0)
+            }
+            return verifier.decideAssertion(job, device: device).0
+        }
+    }
+
+    private static func flush(_ output: inout String) {
+        FileHandle.standardOutput.write(Data(output.utf8))
+        output = ""
+    }
+
+    private static func seconds(_ text: String, _ name: String) throws -> Int64 {
+        guard let value = Int64(text), value >= 0 else {
+            throw Arguments.UsageError(description: "\(name) must be a whole number of seconds")
+        }
+        return value
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// attest-worker: the App Attest verification worker and its tools (SPEC 6).
+let usage = """
+    usage: attest-worker <command> [options]
+
+    commands:
+      verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
+      bench core           measure the verification core against raw OpenSSL verify rates
+      help                 show this text
+
+    Run `attest-worker <command> --help` for a command's options.
+    """
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+let command = arguments.isEmpty ? "help" : arguments.removeFirst()
+let status: Int32
+do {
+    switch command {
+    case "verify": status = try VerifyCommand.run(arguments)
+    case "bench": status = try BenchCommand.run(arguments)
+    case "help", "--help", "-h":
+        print(usage)
+        status = 0
+    default:
+        throw Arguments.UsageError(description: "unknown command \(command); see attest-worker help")
+    }
+} catch {
+    FileHandle.standardError.write(Data("attest-worker: \(error)\n".utf8))
+    status = 2
+}
+exit(status)
