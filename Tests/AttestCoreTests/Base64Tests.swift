@@ -1,0 +1,25 @@
+import AttestCore
+import Testing
+
+@Suite struct Base64Tests {
+    @Test func acceptsBothAlphabetsWithOrWithoutPadding() {
+        #expect(Base64.decode("+/8=") == [0xfb, 0xff])
+        #expect(Base64.decode("-_8") == [0xfb, 0xff])
+        #expect(Base64.decode("") == [])
+        #expect(Base64.decode("QQ==") == [0x41])
+        #expect(Base64.decode("QQ") == [0x41])
+    }
+
+    @Test func rejectsEverythingElse() {
+        for text in ["Q", "QQ=", "QQ===", "Q Q=", "QQ==\n", "+_8=", "QR==", "QQ=A", "====", "é"] {
+            #expect(Base64.decode(text) == nil, "\(text)")
+        }
+    }
+
+    @Test func roundTrips() {
+        for n in 0..<40 {
+            let bytes = (0..<n).map { UInt8(truncatingIfNeeded: $0 * 37 + 11) }
+            #expect(Base64.decode(Base64.encode(bytes)) == bytes)
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import AttestCore
+import Testing
+
+@Suite struct TimestampTests {
+    @Test func parsesRFC3339WithAndWithoutFractions() {
+        let base = Timestamp(rfc3339: "2026-04-21T18:13:12Z")!
+        #expect(base.seconds == 1_776_795_192)
+        #expect(Timestamp(rfc3339: "2026-04-21T18:13:12.153Z")!.microseconds == base.microseconds + 153_000)
+        #expect(Timestamp(rfc3339: "2026-04-21T20:13:12+02:00") == base)
+        #expect(Timestamp(rfc3339: "2026-04-21t18:13:12z") == base)
+    }
+
+    @Test func rejectsMalformedTimes() {
+        for text in ["2026-04-21", "2026-02-30T00:00:00Z", "2026-04-21T24:00:00Z", "2026-04-21T18:13:12",
+                     "2026-04-21T18:13:12.Z", "2026-04-21T18:13:12Z ", "26-04-21T18:13:12Z"] {
+            #expect(Timestamp(rfc3339: text) == nil, "\(text)")
+        }
+    }
+
+    @Test func formatsRFC3339() {
+        #expect(Timestamp(rfc3339: "2026-04-21T18:13:12.153Z")!.rfc3339 == "2026-04-21T18:13:12.153Z")
+        #expect(Timestamp(rfc3339: "1969-12-31T23:59:59Z")!.rfc3339 == "1969-12-31T23:59:59Z")
+        #expect(Timestamp(rfc3339: "2000-02-29T00:00:00Z")!.rfc3339 == "2000-02-29T00:00:00Z")
+    }
+}
