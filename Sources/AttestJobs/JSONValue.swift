@@ -9,7 +9,21 @@ public indirect enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    public static func == (a: JSONValue, b: JSONValue) -> Bool { a.serialized() == b.serialized() }
+    /// JSON equality: object members compare regardless of order, numbers by value.
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.double(let x), .double(let y)): return x == y
+        case (.int(let x), .double(let y)), (.double(let y), .int(let x)): return Double(x) == y
+        case (.string(let x), .string(let y)): return x == y
+        case (.array(let x), .array(let y)): return x == y
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && x.allSatisfy { member in y.contains { $0.0 == member.0 && $0.1 == member.1 } }
+        default: return false
+        }
+    }
 
     /// Compact JSON text.
     public func serialized() -> String {
