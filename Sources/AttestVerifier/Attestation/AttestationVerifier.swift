@@ -30,19 +30,40 @@ public struct AttestationVerifier: Sendable {
     public func verify(
         _ request: AttestationRequest, policy: EnvironmentPolicy, at time: Timestamp
     ) -> Result<VerifiedAttestation, VerificationFailure> {
-        var context: AttestationContext
-        switch decode(request, policy: policy, at: time) {
+        let context: AttestationContext
+        switch run(request, policy: policy, at: time, checks: Self.checks) {
         case .failure(let failure): return .failure(failure)
-        case .success(let decoded): context = decoded
-        }
-        for check in Self.checks {
-            if let failure = check.evaluate(&context) { return .failure(failure) }
+        case .success(let passed): context = passed
         }
         return .success(
             VerifiedAttestation(
                 keyId: context.keyId, publicKey: context.leaf.publicKey, environment: context.environment,
                 counter: context.authenticatorData.counter, receipt: context.receipt,
                 extensions: context.authenticatorData.extensions, verificationTime: time))
+    }
+
+    /// Every step except the receipt, for `bench core`'s "without receipt" figure. Not a product mode: an
+    /// attestation is only ever accepted with its receipt verified.
+    @_spi(Benchmark) public func verifyWithoutReceipt(
+        _ request: AttestationRequest, policy: EnvironmentPolicy, at time: Timestamp
+    ) -> VerificationFailure? {
+        let checks = Self.checks.filter { !($0 is ReceiptCheck) }
+        if case .failure(let failure) = run(request, policy: policy, at: time, checks: checks) { return failure }
+        return nil
+    }
+
+    private func run(
+        _ request: AttestationRequest, policy: EnvironmentPolicy, at time: Timestamp, checks: [any AttestationCheck]
+    ) -> Result<AttestationContext, VerificationFailure> {
+        var context: AttestationContext
+        switch decode(request, policy: policy, at: time) {
+        case .failure(let failure): return .failure(failure)
+        case .success(let decoded): context = decoded
+        }
+        for check in checks {
+            if let failure = check.evaluate(&context) { return .failure(failure) }
+        }
+        return .success(context)
     }
 
     /// Steps 0–2: base64 inputs, the challenge binding, the CBOR object and the authenticator data.

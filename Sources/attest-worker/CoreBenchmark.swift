@@ -1,0 +1,112 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+@_spi(Benchmark) import AttestVerifier
+import Foundation
+
+/// The measurements of `bench core`, interleaved round by round so that machine noise hits all of them.
+struct CoreBenchmark {
+    let seconds: Double
+
+    struct Results {
+        var rawP256: Double
+        var rawP384: Double
+        var cold: Double
+        var warm: Double
+        var warmNoReceipt: Double
+        var assertion: Double
+
+        var json: JSONValue {
+            .object([
+                ("rawP256VerifyPerSec", .int(Int64(rawP256))), ("rawP384VerifyPerSec", .int(Int64(rawP384))),
+                ("attestationPerSec", .object([
+                    ("coldCache", .int(Int64(cold))), ("warmCache", .int(Int64(warm))),
+                    ("warmCacheNoReceipt", .int(Int64(warmNoReceipt))),
+                ])),
+                ("assertionPerSec", .int(Int64(assertion))),
+            ])
+        }
+
+        var table: String {
+            func row(_ name: String, _ rate: Double, _ base: Double? = nil, _ baseName: String = "") -> String {
+                let ratio = base.map { String(format: "  %.2f× raw %@", rate / $0, baseName) } ?? ""
+                return name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%10.0f/s", rate) + ratio
+            }
+            return [
+                row("raw OpenSSL ECDSA P-384 verify", rawP384),
+                row("raw OpenSSL ECDSA P-256 verify", rawP256),
+                row("attestation, cold intermediate cache", cold, rawP384, "P-384"),
+                row("attestation, warm cache, with receipt", warm, rawP384, "P-384"),
+                row("attestation, warm cache, without receipt", warmNoReceipt, rawP384, "P-384"),
+                row("assertion, stored key parsed once", assertion, rawP256, "P-256"),
+            ].joined(separator: "\n")
+        }
+    }
+
+    struct SetupError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    func run(rounds: Int) throws -> Results {
+        let sample = BenchSamples.attestation
+        let at = BenchSamples.attestationTime
+        let object = try AttestationObject(cbor: Base64.decode(sample.attestationObject)!)
+        let leaf = try Certificate(der: object.certificates[0])
+        let intermediate = try Certificate(der: object.certificates[1])
+        guard case .bytes(let receiptDER)? = object.receipt else { throw SetupError(description: "sample has no receipt") }
+        let receipt = try SignedData(ber: receiptDER)
+        guard let signer = receipt.certificates.first(where: { $0.serialNumber == receipt.signer.serialNumber }),
+            let p384 = ECPublicKey(subjectPublicKeyInfo: intermediate.subjectPublicKeyInfo)?.makeReusableVerifier(),
+            let p256 = ECPublicKey(subjectPublicKeyInfo: signer.subjectPublicKeyInfo)?.makeReusableVerifier(),
+            let assertionKey = ECPublicKey(p256Point: Base64.decode(BenchSamples.assertionKey)!)
+        else { throw SetupError(description: "cannot load the sample keys") }
+        let p384Digest = Digest.sha256.hash(leaf.tbsBytes)
+        let p256Digest = Digest.sha256.hash(receipt.content)
+
+        let warmVerifier = AttestationVerifier(trust: .apple)
+        let assertions = AssertionVerifier()
+        let device = StoredDevice(publicKey: assertionKey, counter: BenchSamples.assertionStoredCounter)
+        // Every measured operation must succeed, or the rates would describe a failure path.
+        guard p384.verify(signature: leaf.signature, digest: p384Digest),
+            p256.verify(signature: receipt.signer.signature, digest: p256Digest),
+            case .success = warmVerifier.verify(sample, policy: .production, at: at),
+            warmVerifier.verifyWithoutReceipt(sample, policy: .production, at: at) == nil,
+            case .success = assertions.verify(BenchSamples.assertion, device: device)
+        else { throw SetupError(description: "a benchmark input does not verify") }
+
+        var samples = [[Double]](repeating: [], count: 6)
+        for _ in 0..<rounds {
+            samples[0].append(rate { _ = p256.verify(signature: receipt.signer.signature, digest: p256Digest) })
+            samples[1].append(rate { _ = p384.verify(signature: leaf.signature, digest: p384Digest) })
+            samples[2].append(rate {
+                _ = AttestationVerifier(trust: .apple).verify(sample, policy: .production, at: at)
+            })
+            samples[3].append(rate { _ = warmVerifier.verify(sample, policy: .production, at: at) })
+            samples[4].append(rate { _ = warmVerifier.verifyWithoutReceipt(sample, policy: .production, at: at) })
+            samples[5].append(rate { _ = assertions.verify(BenchSamples.assertion, device: device) })
+        }
+        let m = samples.map(Self.median)
+        return Results(rawP256: m[0], rawP384: m[1], cold: m[2], warm: m[3], warmNoReceipt: m[4], assertion: m[5])
+    }
+
+    /// Operations per second of `body`, run in batches until `seconds` have passed.
+    private func rate(_ body: () -> Void) -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let deadline = start + UInt64(seconds * 1e9)
+        var count = 0
+        var now = start
+        var batch = 1
+        while now < deadline {
+            for _ in 0..<batch { body() }
+            count += batch
+            now = DispatchTime.now().uptimeNanoseconds
+            if batch < 64 { batch *= 2 }
+        }
+        return Double(count) / (Double(now - start) / 1e9)
+    }
+
+    private static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+}
