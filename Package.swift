@@ -20,7 +20,7 @@ let package = Package(
         // Ordered checks with reason codes, trust anchors, caches, the clock.
         .target(name: "AttestVerifier", dependencies: ["AttestCore", "AttestCrypto"]),
         // Creates valid and deliberately broken attestations/assertions under a generated test PKI.
-        .target(name: "AttestMint", dependencies: ["AttestCore", "COpenSSL", "COpenSSLShims"]),
+        .target(name: "AttestMint", dependencies: ["AttestCore", "AttestCrypto", "COpenSSL", "COpenSSLShims"]),
         // Job and verdict JSON shared by the offline verifier and the worker.
         .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestVerifier"]),
         .executableTarget(
