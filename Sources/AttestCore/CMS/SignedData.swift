@@ -2,6 +2,8 @@
 /// (indefinite lengths, a segmented eContent). Only what receipt verification needs, with exactly one
 /// signer; the certificates are parsed as DER.
 public struct SignedData: Sendable {
+    /// The digestAlgorithms SET: must list the signer's digest algorithm.
+    public let digestAlgorithms: [OID]
     public let encapsulatedContentType: OID
     /// The eContent octets (segments joined).
     public let content: [UInt8]
@@ -24,7 +26,12 @@ public struct SignedData: Sendable {
         var sd = try explicit.children(of: signedData)
         let version = try sd.integer(of: sd.next(.integer))
         guard version == 1 || version == 3 else { throw ASN1Error(.invalidValue, at: signedData.start) }
-        _ = try sd.next(.set)  // digestAlgorithms: the signer's own digestAlgorithm is what counts
+        var algorithms = try sd.children(of: sd.next(.set))
+        var digestAlgorithms = [OID]()
+        while !algorithms.isAtEnd {
+            digestAlgorithms.append(try AlgorithmIdentifier.oid(algorithms.next(.sequence), in: algorithms))
+        }
+        self.digestAlgorithms = digestAlgorithms
         var encap = try sd.children(of: sd.next(.sequence))
         encapsulatedContentType = try encap.objectIdentifier(of: encap.next(.objectIdentifier))
         guard let eContent = try encap.nextIf(.context(0)) else { throw ASN1Error(.invalidValue, at: encap.position) }

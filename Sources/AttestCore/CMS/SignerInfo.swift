@@ -18,7 +18,7 @@ public struct SignerInfo: Sendable {
         self.issuer = Array(reader.bytes[issuer.encodedRange])
         serialNumber = Array(try sid.integerBytes(of: sid.next(.integer)))
         try sid.finish()
-        digestAlgorithm = try Self.algorithm(r.next(.sequence), in: r)
+        digestAlgorithm = try AlgorithmIdentifier.oid(r.next(.sequence), in: r)
         if let attributes = try r.nextIf(.context(0)) {
             // Signed attributes must be DER so that the signed SET can be rebuilt by changing one tag byte.
             guard !attributes.indefinite else { throw ASN1Error(.indefiniteLength, at: attributes.start) }
@@ -28,19 +28,10 @@ public struct SignerInfo: Sendable {
         } else {
             signedAttributes = nil
         }
-        signatureAlgorithm = try Self.algorithm(r.next(.sequence), in: r)
+        signatureAlgorithm = try AlgorithmIdentifier.oid(r.next(.sequence), in: r)
         signature = try r.octets(of: r.next(.octetString))
         _ = try r.nextIf(.context(1))
         try r.finish()
-    }
-
-    /// An AlgorithmIdentifier's OID; parameters (NULL or absent) are not used by SHA-256 and ECDSA.
-    private static func algorithm(_ element: ASN1Element, in reader: ASN1Reader) throws(ASN1Error) -> OID {
-        var a = try reader.children(of: element)
-        let oid = try a.objectIdentifier(of: a.next(.objectIdentifier))
-        if !a.isAtEnd { _ = try a.next(.null) }
-        try a.finish()
-        return oid
     }
 
     /// The value of the signed attribute `type` when it occurs exactly once with one value.

@@ -34,7 +34,7 @@ public struct Certificate: Sendable {
         try top.finish()
         var fields = try top.children(of: certificate)
         let tbs = try fields.next(.sequence)
-        let outerAlgorithm = try Self.algorithm(fields.next(.sequence), in: fields)
+        let outerAlgorithm = try AlgorithmIdentifier.oid(fields.next(.sequence), in: fields, allowsNull: false)
         let signature = try fields.bitStringBytes(of: fields.next(.bitString))
         try fields.finish()
 
@@ -46,7 +46,7 @@ public struct Certificate: Sendable {
         }
         try version.finish()
         let serial = try t.integerBytes(of: t.next(.integer))
-        let innerAlgorithm = try Self.algorithm(t.next(.sequence), in: t)
+        let innerAlgorithm = try AlgorithmIdentifier.oid(t.next(.sequence), in: t, allowsNull: false)
         guard innerAlgorithm == outerAlgorithm else { throw ASN1Error(.invalidValue, at: tbs.start) }
         let issuer = try t.next(.sequence)
         let validity = try t.next(.sequence)
@@ -95,14 +95,6 @@ public struct Certificate: Sendable {
         self.publicKey = Array(key)
         self.extensions = extensions
         self.signature = Array(signature)
-    }
-
-    /// An AlgorithmIdentifier for ECDSA: the OID with absent parameters (RFC 5758).
-    private static func algorithm(_ element: ASN1Element, in reader: ASN1Reader) throws(ASN1Error) -> OID {
-        var a = try reader.children(of: element)
-        let oid = try a.objectIdentifier(of: a.next(.objectIdentifier))
-        try a.finish()
-        return oid
     }
 
     public func `extension`(_ oid: OID) -> CertificateExtension? {

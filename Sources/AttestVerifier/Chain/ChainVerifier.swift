@@ -35,8 +35,11 @@ public struct ChainVerifier: Sendable {
             let below = i > 0 ? i - 1 : nil
             let cacheable = below != nil || cacheLeaf
             if cacheable, let cached = cache.entry(for: certificate.der) {
-                if let below, let limit = cached.pathLength, below > limit {
-                    return .failure(.invalid("certificate \(i): path length constraint exceeded"))
+                if let below {
+                    guard cached.isCA else { return .failure(.invalid("certificate \(i): issuer is not a CA")) }
+                    if let limit = cached.pathLength, below > limit {
+                        return .failure(.invalid("certificate \(i): path length constraint exceeded"))
+                    }
                 }
                 issuerKey = cached.key
                 continue
@@ -53,7 +56,9 @@ public struct ChainVerifier: Sendable {
             guard let key = ECPublicKey(subjectPublicKeyInfo: certificate.subjectPublicKeyInfo) else {
                 return .failure(.invalid("certificate \(i): unsupported public key"))
             }
-            cache.insert(certificate.der, VerifiedIssuerCache.Entry(key: key, pathLength: constraints?.pathLength))
+            let entry = VerifiedIssuerCache.Entry(
+                key: key, isCA: constraints?.isCA ?? false, pathLength: constraints?.pathLength)
+            cache.insert(certificate.der, entry)
             issuerKey = key
         }
         for (i, certificate) in (path + [anchor.certificate]).enumerated() where !certificate.isValid(at: time) {

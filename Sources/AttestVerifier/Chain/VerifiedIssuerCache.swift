@@ -10,7 +10,8 @@ import Synchronization
 /// after verification against the anchor, so a client cannot fill the cache with certificates of its own.
 public final class VerifiedIssuerCache: Sendable {
     private let entries = Mutex<[[UInt8]: Entry]>([:])
-    private let statistics = Mutex<(hits: Int, misses: Int)>((0, 0))
+    private let hits = Atomic<Int>(0)
+    private let misses = Atomic<Int>(0)
     /// A bound against unforeseen growth; real deployments see a handful of CA certificates.
     public let capacity: Int
 
@@ -18,16 +19,22 @@ public final class VerifiedIssuerCache: Sendable {
         self.capacity = capacity
     }
 
-    /// What verification established about a certificate: its key and its own path length limit.
+    /// What verification established about a certificate: its key, whether it may issue certificates
+    /// (a cached receipt signer may not) and its own path length limit.
     struct Entry: Sendable {
         let key: ECPublicKey
+        let isCA: Bool
         let pathLength: Int?
     }
 
     /// The entry of a verified certificate, counting a hit or miss.
     func entry(for der: [UInt8]) -> Entry? {
         let entry = entries.withLock { $0[der] }
-        statistics.withLock { entry == nil ? ($0.misses += 1) : ($0.hits += 1) }
+        if entry == nil {
+            misses.add(1, ordering: .relaxed)
+        } else {
+            hits.add(1, ordering: .relaxed)
+        }
         return entry
     }
 
@@ -39,7 +46,7 @@ public final class VerifiedIssuerCache: Sendable {
     }
 
     /// Lookups answered from the cache and lookups that required verification, since start.
-    public var counts: (hits: Int, misses: Int) { statistics.withLock { $0 } }
+    public var counts: (hits: Int, misses: Int) { (hits.load(ordering: .relaxed), misses.load(ordering: .relaxed)) }
 
     public var count: Int { entries.withLock { $0.count } }
 }

@@ -32,7 +32,9 @@ public struct ReceiptVerifier: Sendable {
             return .failure(ReceiptFailure("not a CMS SignedData: \(error)"))
         }
         guard signed.encapsulatedContentType == .data else { return .failure(ReceiptFailure("eContentType is not id-data")) }
-        guard signed.signer.digestAlgorithm == .sha256, signed.signer.signatureAlgorithm == .ecdsaWithSHA256 else {
+        guard signed.signer.digestAlgorithm == .sha256, signed.signer.signatureAlgorithm == .ecdsaWithSHA256,
+            signed.digestAlgorithms.contains(.sha256)
+        else {
             return .failure(ReceiptFailure("signer does not use ECDSA with SHA-256"))
         }
         guard let signerCertificate = signed.certificates.first(where: {
