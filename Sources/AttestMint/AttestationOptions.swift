@@ -1,3 +1,4 @@
+import AttestCore
 import Foundation
 
 /// How to mint an attestation. Every default yields a valid object shaped like Apple's sample; each property
@@ -9,7 +10,7 @@ public struct AttestationOptions: Sendable {
 
         /// "appattest" + 7 zero bytes, or "appattestdevelop".
         var aaguid: [UInt8] {
-            self == .production ? Array("appattest".utf8) + [UInt8](repeating: 0, count: 7) : Array("appattestdevelop".utf8)
+            self == .production ? AttestedCredentialData.productionAAGUID : AttestedCredentialData.developmentAAGUID
         }
 
         /// Receipt field 7. Apple's production sample says "production"; "sandbox" for development is an assumption.

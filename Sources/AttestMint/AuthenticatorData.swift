@@ -1,3 +1,5 @@
+import AttestCore
+
 /// Authenticator data layouts (WebAuthn section 6.1 as App Attest uses it) and their CBOR parts.
 enum AuthenticatorData {
     /// rpIdHash ‖ flags ‖ signCount ‖ aaguid ‖ credentialIdLength ‖ credentialId ‖ COSE key ‖ extension map.
@@ -24,8 +26,8 @@ extension CBORItem {
         bundleVersion: String = "1", validationCategory: UInt32 = 1, extraEntries: [(key: CBORItem, value: CBORItem)] = []
     ) -> CBORItem {
         .map([
-            ("apple_bundle_version_01", .text(bundleVersion)),
-            ("apple_validation_category_01", .bytes(bigEndian(UInt64(validationCategory), bytes: 4).reversed())),
+            (.text(AppleExtensions.bundleVersionKey), .text(bundleVersion)),
+            (.text(AppleExtensions.validationCategoryKey), .bytes(bigEndian(UInt64(validationCategory), bytes: 4).reversed())),
         ] + extraEntries)
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import AttestCore
+import AttestCrypto
 
 /// The App Attest receipt: a CMS SignedData in BER with indefinite lengths, laid out like Apple's (eContent in
 /// 1000-byte OCTET STRING chunks, certificates signer first, one SignerInfo by issuerAndSerialNumber, an
@@ -14,25 +15,25 @@ enum CMSReceipt {
         payload: [UInt8], signer: CertifiedKey, certificates: [[UInt8]], signedAttributes: ReceiptOptions.SignedAttributes,
         corruptSignature: Bool
     ) throws(MintError) -> [UInt8] {
-        let digestAlgorithm = DER.sequence([OIDs.sha256, DER.null])
+        let digestAlgorithm = DER.sequence([DER.oid(.sha256), DER.null])
         let chunks = stride(from: 0, to: payload.count, by: 1000).flatMap {
             DER.octetString(Array(payload[$0..<min($0 + 1000, payload.count)]))
         }
-        let encapsulatedContent = DER.indefinite(0x30, OIDs.cmsData + DER.indefinite(0xA0, DER.indefinite(0x24, chunks)))
+        let encapsulatedContent = DER.indefinite(0x30, DER.oid(.data) + DER.indefinite(0xA0, DER.indefinite(0x24, chunks)))
 
         var signedBytes = payload
         var attributesField: [UInt8] = []
         if signedAttributes != .none {
-            let contentDigest = Digest.sha256(payload + (signedAttributes == .wrongMessageDigest ? [0] : []))
+            let contentDigest = Digest.sha256(payload, signedAttributes == .wrongMessageDigest ? [0] : [])
             // contentType sorts before messageDigest in DER SET OF order (shorter encoding).
             let attributes = [
-                DER.sequence([OIDs.contentTypeAttribute, DER.set([OIDs.cmsData])]),
-                DER.sequence([OIDs.messageDigestAttribute, DER.set([DER.octetString(contentDigest)])]),
+                DER.sequence([DER.oid(.contentTypeAttribute), DER.set([DER.oid(.data)])]),
+                DER.sequence([DER.oid(.messageDigestAttribute), DER.set([DER.octetString(contentDigest)])]),
             ]
             signedBytes = DER.set(attributes)
             attributesField = DER.tlv(0xA0, attributes.flatMap { $0 })
         }
-        var signature = try signer.key.sign(digest: Digest.sha256(signedBytes))
+        var signature = try signer.key.sign(digest: Digest.sha256.hash(signedBytes))
         if corruptSignature { signature[signature.count - 1] ^= 0x01 }
 
         let signerInfo = DER.sequence([
@@ -40,12 +41,12 @@ enum CMSReceipt {
             DER.sequence([signer.issuerName, signer.serialNumber]),
             digestAlgorithm,
             attributesField,
-            DER.sequence([OIDs.ecdsaWithSHA256]),
+            Digest.sha256.ecdsaAlgorithmIdentifier,
             DER.octetString(signature),
         ])
         let content = DER.integer(1) + DER.set([digestAlgorithm]) + encapsulatedContent
             + DER.indefinite(0xA0, certificates.flatMap { $0 }) + DER.set([signerInfo])
-        return DER.indefinite(0x30, OIDs.cmsSignedData + DER.indefinite(0xA0, DER.indefinite(0x30, content)))
+        return DER.indefinite(0x30, DER.oid(.signedData) + DER.indefinite(0xA0, DER.indefinite(0x30, content)))
     }
 }
 

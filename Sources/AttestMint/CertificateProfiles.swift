@@ -1,3 +1,4 @@
+import AttestCore
 import Foundation
 
 /// The certificate shapes of the App Attest PKI, copied from Apple's certificates (extension sets, key usages,
@@ -15,17 +16,17 @@ extension CertificateTemplate {
         CertificateTemplate(
             subject: subject, subjectPublicKeyInfo: key.subjectPublicKeyInfo, notBefore: notBefore, notAfter: notAfter,
             extensions: [.basicConstraints(isCA: isCA, pathLength: isCA ? pathLength : nil), .caKeyUsage,
-                         .subjectKeyIdentifier(Digest.sha1(key.publicKeyX962))] + extraExtensions)
+                         .subjectKeyIdentifier(key.subjectKeyIdentifier)] + extraExtensions)
     }
 
     /// The receipt signing certificate ("Application Attestation Fraud Receipt Signing"): an end entity with
     /// digitalSignature and, unless `marker` is false, Apple's non-critical marker 1.2.840.113635.100.12.15 = NULL.
     static func receiptSigner(subject: [UInt8], key: ECKey, notBefore: Date, notAfter: Date, marker: Bool) -> CertificateTemplate {
-        let markerExtension = RawExtension(encodedOID: OIDs.receiptSigningMarker, critical: false, value: DER.null)
+        let markerExtension = RawExtension(oid: .appleReceiptSigner, critical: false, value: DER.null)
         return CertificateTemplate(
             subject: subject, subjectPublicKeyInfo: key.subjectPublicKeyInfo, notBefore: notBefore, notAfter: notAfter,
             extensions: [.basicConstraints(isCA: false), .keyUsage([0x07, 0x80]),
-                         .subjectKeyIdentifier(Digest.sha1(key.publicKeyX962))] + (marker ? [markerExtension] : []))
+                         .subjectKeyIdentifier(key.subjectKeyIdentifier)] + (marker ? [markerExtension] : []))
     }
 
     /// The credential certificate (credCert): subject CN = hex keyId, Apple's critical basicConstraints and
@@ -34,13 +35,13 @@ extension CertificateTemplate {
         keyId: [UInt8], device: ECKey, notBefore: Date, notAfter: Date, nonce: RawExtension?, extraExtensions: [RawExtension]
     ) -> CertificateTemplate {
         let subject = name([
-            (OIDs.commonName, keyId.map { String(format: "%02x", $0) }.joined()),
-            (OIDs.organizationalUnitName, "AAA Certification"),
-            (OIDs.organizationName, organization),
-            (OIDs.stateOrProvinceName, "California"),
+            (.commonName, Hex.encode(keyId)),
+            (.organizationalUnitName, "AAA Certification"),
+            (.organizationName, organization),
+            (.stateOrProvinceName, "California"),
         ])
         let extendedKeyUsage = RawExtension(
-            encodedOID: OIDs.extendedKeyUsage, critical: false, value: DER.sequence([OIDs.appAttestKeyPurpose]))
+            oid: .extendedKeyUsage, critical: false, value: DER.sequence([DER.oid(.appAttestKeyPurpose)]))
         return CertificateTemplate(
             subject: subject, subjectPublicKeyInfo: device.subjectPublicKeyInfo, notBefore: notBefore, notAfter: notAfter,
             extensions: [.basicConstraints(isCA: false), .keyUsage([0x04, 0xF0]), extendedKeyUsage]
@@ -49,7 +50,7 @@ extension CertificateTemplate {
 
     /// The nonce extension 1.2.840.113635.100.8.2 with an arbitrary extnValue.
     static func nonceExtension(value: [UInt8]) -> RawExtension {
-        RawExtension(encodedOID: OIDs.appAttestNonce, critical: false, value: value)
+        RawExtension(oid: .appleNonce, critical: false, value: value)
     }
 
     /// Apple's nonce extension value: SEQUENCE { [1] EXPLICIT OCTET STRING nonce } (30 24 a1 22 04 20 ...).

@@ -1,3 +1,4 @@
+import AttestCrypto
 import COpenSSL
 
 /// A private key with its certificate and the certificate fields that issuing under it, or signing a CMS receipt
@@ -38,7 +39,7 @@ struct CertifiedKey: Sendable {
     /// authorityKeyIdentifier (when this certificate has a key id), as Apple's do; Apple's credential
     /// certificates have none, so the leaf passes `authorityKeyIdentifier: false`.
     func issue(
-        _ template: CertificateTemplate, hash: CertificateTemplate.SignatureHash, authorityKeyIdentifier: Bool = true
+        _ template: CertificateTemplate, hash: Digest, authorityKeyIdentifier: Bool = true
     ) throws(MintError) -> [UInt8] {
         var template = template
         if authorityKeyIdentifier, !subjectKeyId.isEmpty { template.extensions.append(.authorityKeyIdentifier(subjectKeyId)) }

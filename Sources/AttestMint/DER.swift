@@ -1,3 +1,5 @@
+import AttestCore
+
 /// Builds DER (and, for the receipt, BER indefinite-length) encodings from already-encoded parts.
 ///
 /// Certificates and the CMS receipt are assembled by hand rather than through OpenSSL's X509/CMS builders so every
@@ -51,32 +53,11 @@ enum DER {
 
     static let null: [UInt8] = [0x05, 0x00]
 
-    /// UTCTime for 1950-2049 and GeneralizedTime otherwise, whole seconds, as RFC 5280 section 4.1.2.5 requires.
-    static func time(_ date: UTCDateTime) -> [UInt8] {
-        if (1950...2049).contains(date.year) {
-            return tlv(0x17, Array((date.digits.dropFirst(2) + "Z").utf8))
-        }
-        return tlv(0x18, Array((date.digits + "Z").utf8))
+    /// UTCTime or GeneralizedTime, whole seconds, as `Timestamp.asn1Time` chooses per RFC 5280 section 4.1.2.5.
+    static func time(_ time: Timestamp) -> [UInt8] {
+        let (tag, text) = time.asn1Time
+        return tlv(tag == .utcTime ? 0x17 : 0x18, Array(text.utf8))
     }
 
-    /// An OBJECT IDENTIFIER from dotted decimal text. Malformed text is a programming error.
-    static func oid(_ dotted: String) -> [UInt8] {
-        let arcs = dotted.split(separator: ".").map { UInt64($0) }
-        guard arcs.count >= 2, let first = arcs[0], let second = arcs[1], first <= 2, first == 2 || second < 40,
-              arcs.allSatisfy({ $0 != nil })
-        else { preconditionFailure("malformed object identifier \(dotted)") }
-        var content = base128(first * 40 + second)
-        for arc in arcs.dropFirst(2) { content += base128(arc!) }
-        return tlv(0x06, content)
-    }
-
-    private static func base128(_ value: UInt64) -> [UInt8] {
-        var out = [UInt8(value & 0x7F)]
-        var rest = value >> 7
-        while rest > 0 {
-            out.insert(UInt8(rest & 0x7F) | 0x80, at: 0)
-            rest >>= 7
-        }
-        return out
-    }
+    static func oid(_ oid: OID) -> [UInt8] { tlv(0x06, oid.encoded) }
 }

@@ -1,3 +1,5 @@
+import AttestCrypto
+
 /// A simulated App Attest key: the P-256 key pair the Secure Enclave holds for one app instance.
 public struct Device: Sendable {
     let key: ECKey
@@ -10,6 +12,6 @@ public struct Device: Sendable {
     /// A device with a fresh random key.
     public init() throws(MintError) {
         key = try ECKey.generate(.p256)
-        keyId = Digest.sha256(key.publicKeyX962)
+        keyId = Digest.sha256.hash(key.publicKeyX962)
     }
 }

@@ -1,3 +1,5 @@
+import AttestCore
+import AttestCrypto
 import COpenSSL
 
 /// An EC private key (P-256 or P-384) owned by this object and freed with it.
@@ -9,7 +11,7 @@ final class ECKey: @unchecked Sendable {
         case p256, p384
 
         var groupName: String { self == .p256 ? "P-256" : "P-384" }
-        var oid: [UInt8] { self == .p256 ? OIDs.prime256v1 : OIDs.secp384r1 }
+        var oid: OID { self == .p256 ? .prime256v1 : .secp384r1 }
         var coordinateSize: Int { self == .p256 ? 32 : 48 }
     }
 
@@ -70,8 +72,11 @@ final class ECKey: @unchecked Sendable {
 
     /// SubjectPublicKeyInfo DER, the form certificates carry.
     var subjectPublicKeyInfo: [UInt8] {
-        DER.sequence([DER.sequence([OIDs.ecPublicKey, curve.oid]), DER.bitString(publicKeyX962)])
+        DER.sequence([DER.sequence([DER.oid(.ecPublicKey), DER.oid(curve.oid)]), DER.bitString(publicKeyX962)])
     }
+
+    /// The subjectKeyIdentifier: the leftmost 160 bits of SHA-256 of the subjectPublicKey bits (RFC 7093 method 1).
+    var subjectKeyIdentifier: [UInt8] { Array(Digest.sha256.hash(publicKeyX962).prefix(20)) }
 
     /// A DER ECDSA signature over a digest the caller computed. Taking the digest rather than the message keeps
     /// "which bytes are hashed how often" explicit, which is the point of several assertion faults.

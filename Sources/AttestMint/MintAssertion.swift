@@ -1,3 +1,5 @@
+import AttestCrypto
+
 /// A minted assertion and its parts, so tests can rebuild the map (a missing key, a wrong type) with `CBORItem`.
 public struct MintedAssertion: Sendable {
     /// The CBOR {"signature", "authenticatorData"} the app would send.
@@ -15,11 +17,11 @@ extension Device {
         options: AssertionOptions = AssertionOptions()
     ) throws(MintError) -> MintedAssertion {
         var authenticatorData = AuthenticatorData.assertion(
-            rpIdHash: Digest.sha256(Array((options.rpIdAppId ?? "\(teamId).\(bundleId)").utf8)), flags: options.flags,
+            rpIdHash: Digest.sha256.hash(Array((options.rpIdAppId ?? "\(teamId).\(bundleId)").utf8)), flags: options.flags,
             counter: counter, extensions: options.extensions?.encoded ?? [])
         if let transform = options.transformAuthenticatorData { authenticatorData = transform(authenticatorData) }
-        let nonce = Digest.sha256(authenticatorData + clientDataHash)
-        let digest = options.signedDigest == .hashOfNonce ? Digest.sha256(nonce) : nonce
+        let nonce = Digest.sha256(authenticatorData, clientDataHash)
+        let digest = options.signedDigest == .hashOfNonce ? Digest.sha256.hash(nonce) : nonce
         let signed = try (options.signingDevice ?? self).key.sign(digest: digest)
         guard var signature = ECDSASignature(der: signed) else { throw MintError("unexpected ECDSA signature encoding") }
         if options.sValue != .asSigned { signature = signature.normalizingS(high: options.sValue == .high) }

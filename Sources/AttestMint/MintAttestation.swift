@@ -1,3 +1,5 @@
+import AttestCore
+import AttestCrypto
 import Foundation
 
 /// A minted attestation and its parts, so tests can recombine them (`encodeObject`) or check verifier output.
@@ -18,7 +20,7 @@ public struct MintedAttestation: Sendable {
     /// in the top-level shape (another fmt, a missing or reordered x5c, a garbage certificate). A nil part leaves
     /// its key out.
     public static func encodeObject(
-        format: String? = "apple-appattest", x5c: [[UInt8]]?, receipt: [UInt8]?, authData: [UInt8]?
+        format: String? = AttestationObject.appleFormat, x5c: [[UInt8]]?, receipt: [UInt8]?, authData: [UInt8]?
     ) -> [UInt8] {
         var statement: [(key: CBORItem, value: CBORItem)] = []
         if let x5c { statement.append(("x5c", .array(x5c.map { .bytes($0) }))) }
@@ -42,13 +44,13 @@ extension TestPKI {
     ) throws(MintError) -> MintedAttestation {
         let appId = "\(teamId).\(bundleId)"
         var authData = AuthenticatorData.attested(
-            rpIdHash: Digest.sha256(Array((options.rpIdAppId ?? appId).utf8)), flags: options.flags,
+            rpIdHash: Digest.sha256.hash(Array((options.rpIdAppId ?? appId).utf8)), flags: options.flags,
             counter: options.counter, aaguid: options.aaguid ?? options.environment.aaguid,
             credentialId: options.credentialId ?? device.keyId,
             coseKey: (options.coseKey ?? .coseKey(publicKeyX962: device.publicKeyX962)).encoded,
             extensions: options.extensions?.encoded ?? [])
         if let transform = options.transformAuthData { authData = transform(authData) }
-        let nonce = Digest.sha256(authData + clientDataHash)
+        let nonce = Digest.sha256(authData, clientDataHash)
 
         let nonceExtension: RawExtension? = switch options.nonce {
         case .correct: CertificateTemplate.nonceExtension(value: CertificateTemplate.nonceExtensionValue(nonce))
@@ -96,18 +98,20 @@ extension TestPKI {
     ) throws(MintError) -> [(type: Int, value: [UInt8])] {
         let created = options.creationTime ?? time
         let token: String
-        if let given = options.token { token = given } else { token = Data(try randomBytes(64)).base64EncodedString() }
-        let fields: [(type: Int, value: [UInt8])?] = [
-            (2, Array((options.appId ?? appId).utf8)),
-            (3, options.credentialCertificate ?? leaf),
-            (4, options.clientHash ?? clientDataHash),
-            (5, Array(token.utf8)),
-            (6, Array(options.type.utf8)),
-            (7, Array((options.environment ?? environment.receiptValue).utf8)),
-            (12, Array(UTCDateTime(created).rfc3339.utf8)),
-            options.riskMetric.map { (17, Array(String($0).utf8)) },
-            (21, Array(UTCDateTime(options.expirationTime ?? created.addingTimeInterval(90 * 86_400)).rfc3339.utf8)),
+        if let given = options.token { token = given } else { token = Base64.encode(try randomBytes(64)) }
+        let expires = options.expirationTime ?? created.addingTimeInterval(90 * 86_400)
+        let fields: [(ReceiptPayload.Field, [UInt8])?] = [
+            (.appId, Array((options.appId ?? appId).utf8)),
+            (.attestedPublicKey, options.credentialCertificate ?? leaf),
+            (.clientHash, options.clientHash ?? clientDataHash),
+            (.token, Array(token.utf8)),
+            (.receiptType, Array(options.type.utf8)),
+            (.environment, Array((options.environment ?? environment.receiptValue).utf8)),
+            (.creationTime, Array(Timestamp(created).rfc3339Milliseconds.utf8)),
+            options.riskMetric.map { (.riskMetric, Array(String($0).utf8)) },
+            (.expirationTime, Array(Timestamp(expires).rfc3339Milliseconds.utf8)),
         ]
-        return fields.compactMap { $0 }.filter { !options.omittedFields.contains($0.type) }
+        return fields.compactMap { $0 }.filter { !options.omittedFields.contains($0.0.rawValue) }
+            .map { (type: $0.rawValue, value: $1) }
     }
 }

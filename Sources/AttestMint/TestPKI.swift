@@ -1,3 +1,5 @@
+import AttestCore
+import AttestCrypto
 import Foundation
 
 /// The four certificate authorities of an App Attest deployment, plus the receipt signer, under test keys.
@@ -37,34 +39,34 @@ public final class TestPKI: Sendable {
     public static func generate(validFrom: Date, validUntil: Date) throws(MintError) -> TestPKI {
         let org = CertificateTemplate.organization
         let attestationRoot = try selfSigned(CertificateTemplate.name([
-            (OIDs.commonName, "AttestMint App Attestation Root CA"), (OIDs.organizationName, org),
-            (OIDs.stateOrProvinceName, "California"),
+            (.commonName, "AttestMint App Attestation Root CA"), (.organizationName, org),
+            (.stateOrProvinceName, "California"),
         ]), validFrom, validUntil)
         let attestationIntermediateKey = try ECKey.generate(.p384)
         let attestationIntermediate = try CertifiedKey(key: attestationIntermediateKey, certificate: attestationRoot.issue(
             .authority(subject: CertificateTemplate.name([
-                (OIDs.commonName, "AttestMint App Attestation CA 1"), (OIDs.organizationName, org),
-                (OIDs.stateOrProvinceName, "California"),
+                (.commonName, "AttestMint App Attestation CA 1"), (.organizationName, org),
+                (.stateOrProvinceName, "California"),
             ]), key: attestationIntermediateKey, notBefore: validFrom, notAfter: validUntil, pathLength: 0),
             hash: .sha384))
 
         let authority = "AttestMint Certification Authority"
         let receiptRoot = try selfSigned(CertificateTemplate.name([
-            (OIDs.commonName, "AttestMint Root CA - G3"), (OIDs.organizationalUnitName, authority),
-            (OIDs.organizationName, org), (OIDs.countryName, "US"),
+            (.commonName, "AttestMint Root CA - G3"), (.organizationalUnitName, authority),
+            (.organizationName, org), (.countryName, "US"),
         ]), validFrom, validUntil)
         let receiptIntermediateKey = try ECKey.generate(.p256)
         let receiptIntermediate = try CertifiedKey(key: receiptIntermediateKey, certificate: receiptRoot.issue(
             .authority(subject: CertificateTemplate.name([
-                (OIDs.commonName, "AttestMint Application Integration CA 5 - G1"), (OIDs.organizationalUnitName, authority),
-                (OIDs.organizationName, org), (OIDs.countryName, "US"),
+                (.commonName, "AttestMint Application Integration CA 5 - G1"), (.organizationalUnitName, authority),
+                (.organizationName, org), (.countryName, "US"),
             ]), key: receiptIntermediateKey, notBefore: validFrom, notAfter: validUntil, pathLength: 0),
             hash: .sha384))
         let signerKey = try ECKey.generate(.p256)
         let receiptSigner = try CertifiedKey(key: signerKey, certificate: receiptIntermediate.issue(
             .receiptSigner(subject: CertificateTemplate.name([
-                (OIDs.commonName, "AttestMint Application Attestation Fraud Receipt Signing"),
-                (OIDs.organizationName, org), (OIDs.countryName, "US"),
+                (.commonName, "AttestMint Application Attestation Fraud Receipt Signing"),
+                (.organizationName, org), (.countryName, "US"),
             ]), key: signerKey, notBefore: validFrom, notAfter: validUntil, marker: true),
             hash: .sha256))
         return TestPKI([attestationRoot, attestationIntermediate, receiptRoot, receiptIntermediate, receiptSigner])
@@ -93,7 +95,7 @@ public final class TestPKI: Sendable {
 
     /// A PKI from text written by `pemBundle()`: a certificate and its key for each role, in that order.
     public convenience init(pemBundle: String) throws(MintError) {
-        let blocks = try PEM.decode(pemBundle)
+        guard let blocks = PEM.blocks(in: pemBundle) else { throw MintError("a PKI bundle has a malformed PEM block") }
         guard blocks.count == 2 * Self.roles.count else {
             throw MintError("a PKI bundle holds \(2 * Self.roles.count) PEM blocks, found \(blocks.count)")
         }

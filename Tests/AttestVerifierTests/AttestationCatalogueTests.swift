@@ -193,8 +193,10 @@ import Testing
 
     @Test func appleLeafExtensionsOf2026AreAccepted() {
         // EKU 1.2.840.113635.100.4.24 is in every minted leaf; 1.2.840.113635.100.8.6 as Apple adds it.
-        let ext = RawExtension(oid: "1.2.840.113635.100.8.6", value: [0x30, 0x03, 0x02, 0x01, 0x00])
-        #expect(F.verify(AttestationOptions(leafExtraExtensions: [ext])).outcome == "ok")
+        for critical in [false, true] {
+            let ext = RawExtension(oid: "1.2.840.113635.100.8.6", critical: critical, value: [0x30, 0x03, 0x02, 0x01, 0x00])
+            #expect(F.verify(AttestationOptions(leafExtraExtensions: [ext])).outcome == "ok")
+        }
     }
 
     @Test func validityBoundsAreInclusive() {

@@ -67,6 +67,8 @@ extension OID {
     // Apple
     /// The App Attest credential certificate's nonce extension.
     public static let appleNonce = OID("1.2.840.113635.100.8.2")
+    /// An extension of 2026 App Attest leaf certificates (1.2.840.113635.100.8.6).
+    public static let appleAppAttestLeafInfo = OID("1.2.840.113635.100.8.6")
     /// The marker extension every App Attest fraud receipt signing certificate carries.
     public static let appleReceiptSigner = OID("1.2.840.113635.100.12.15")
 }

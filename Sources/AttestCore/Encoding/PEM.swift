@@ -1,25 +1,31 @@
-/// PEM text → DER blocks of one label (RFC 7468, strict base64 body).
+/// PEM text → DER blocks (RFC 7468, strict base64 body).
 public enum PEM {
     /// Every `-----BEGIN label-----` block in `text`, decoded; nil when a block is malformed.
     public static func decodeAll(_ text: String, label: String = "CERTIFICATE") -> [[UInt8]]? {
-        let begin = "-----BEGIN \(label)-----"
-        let end = "-----END \(label)-----"
-        var blocks = [[UInt8]]()
-        var body: String? = nil
+        blocks(in: text, label: label)?.map(\.der)
+    }
+
+    /// The blocks of `text` in order with their labels, or only those labelled `label` (other armour lines are
+    /// then plain text); text outside blocks is ignored. Nil when a block is malformed.
+    public static func blocks(in text: String, label: String? = nil) -> [(label: String, der: [UInt8])]? {
+        var blocks = [(label: String, der: [UInt8])]()
+        var open: (label: String, body: String)? = nil
         for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
             let line = rawLine.trimmingWhitespace()
-            if line == begin {
-                guard body == nil else { return nil }
-                body = ""
-            } else if line == end {
-                guard let b = body, let der = Base64.decode(b) else { return nil }
-                blocks.append(der)
-                body = nil
-            } else if body != nil {
-                body! += line
+            if let block = open, line == "-----END \(block.label)-----" {
+                guard let der = Base64.decode(block.body) else { return nil }
+                blocks.append((block.label, der))
+                open = nil
+            } else if let begin = armourLabel(line, "BEGIN"), label == nil || begin == label {
+                guard open == nil else { return nil }
+                open = (begin, "")
+            } else if open != nil {
+                open!.body += line
+            } else if let end = armourLabel(line, "END"), label == nil || end == label {
+                return nil
             }
         }
-        return body == nil ? blocks : nil
+        return open == nil ? blocks : nil
     }
 
     public static func encode(_ der: [UInt8], label: String = "CERTIFICATE") -> String {
@@ -29,6 +35,13 @@ public enum PEM {
             text += String(b64[start..<min(start + 64, b64.count)]) + "\n"
         }
         return text + "-----END \(label)-----\n"
+    }
+
+    /// The label of a `-----BEGIN label-----` or `-----END label-----` line (per `marker`).
+    private static func armourLabel(_ line: String, _ marker: String) -> String? {
+        let prefix = "-----\(marker) "
+        guard line.count >= prefix.count + 5, line.hasPrefix(prefix), line.hasSuffix("-----") else { return nil }
+        return String(line.dropFirst(prefix.count).dropLast(5))
     }
 }
 

@@ -105,17 +105,44 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// RFC 3339 in UTC with milliseconds when the instant has a fraction, e.g. `2026-04-21T18:13:12.153Z`.
     public var rfc3339: String {
+        let micro = fraction
+        var text = rfc3339WholeSeconds
+        if micro != 0 { text += micro % 1000 == 0 ? ".\(Self.pad(micro / 1000, 3))" : ".\(Self.pad(micro, 6))" }
+        return text + "Z"
+    }
+
+    /// RFC 3339 in UTC with exactly three fraction digits (truncated), as Apple writes receipt times.
+    public var rfc3339Milliseconds: String { "\(rfc3339WholeSeconds).\(Self.pad(fraction / 1000, 3))Z" }
+
+    /// The X.509 form (RFC 5280 4.1.2.5), whole seconds: UTCTime `YYMMDDHHMMSSZ` for 1950–2049, else
+    /// GeneralizedTime `YYYYMMDDHHMMSSZ`.
+    public var asn1Time: (tag: ASN1Tag, text: String) {
+        let t = utc
+        let rest = [t.month, t.day, t.hour, t.minute, t.second].map { Self.pad($0, 2) }.joined() + "Z"
+        if (1950...2049).contains(t.year) { return (.utcTime, Self.pad(t.year % 100, 2) + rest) }
+        return (.generalizedTime, Self.pad(t.year, 4) + rest)
+    }
+
+    private var rfc3339WholeSeconds: String {
+        let t = utc
+        return "\(Self.pad(t.year, 4))-\(Self.pad(t.month, 2))-\(Self.pad(t.day, 2))"
+            + "T\(Self.pad(t.hour, 2)):\(Self.pad(t.minute, 2)):\(Self.pad(t.second, 2))"
+    }
+
+    /// The UTC calendar fields of the whole second.
+    private var utc: (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) {
         let s = seconds
-        let micro = microseconds - s * 1_000_000
         let (y, mo, d) = Self.civil(days: s >= 0 ? s / 86_400 : -((-s + 86_399) / 86_400))
         let rem = s - Self.days(year: y, month: mo, day: d) * 86_400
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let digits = String(v)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        var text = "\(pad(y, 4))-\(pad(mo, 2))-\(pad(d, 2))T\(pad(rem / 3600, 2)):\(pad(rem / 60 % 60, 2)):\(pad(rem % 60, 2))"
-        if micro != 0 { text += micro % 1000 == 0 ? ".\(pad(micro / 1000, 3))" : ".\(pad(micro, 6))" }
-        return text + "Z"
+        return (y, mo, d, rem / 3600, rem / 60 % 60, rem % 60)
+    }
+
+    /// Microseconds past the whole second.
+    private var fraction: Int64 { microseconds - seconds * 1_000_000 }
+
+    private static func pad(_ v: Int64, _ width: Int) -> String {
+        let digits = String(v)
+        return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 
     public var description: String { rfc3339 }

@@ -9,8 +9,12 @@ public struct ChainVerifier: Sendable {
     public let anchor: TrustAnchor
     public let cache: VerifiedIssuerCache
 
-    /// Critical extensions this verifier processes; any other critical extension fails the path.
-    static let understoodCriticalExtensions: Set<OID> = [.basicConstraints, .keyUsage, .extendedKeyUsage]
+    /// Critical extensions this verifier processes; any other critical extension fails the path. Apple's
+    /// App Attest leaf extensions are the verifier's own business (the nonce is checked, 100.8.6 is known),
+    /// so they pass even if a future leaf marks them critical.
+    static let understoodCriticalExtensions: Set<OID> = [
+        .basicConstraints, .keyUsage, .extendedKeyUsage, .appleNonce, .appleAppAttestLeafInfo,
+    ]
 
     public init(anchor: TrustAnchor, cache: VerifiedIssuerCache = VerifiedIssuerCache()) {
         self.anchor = anchor
