@@ -9,17 +9,15 @@ public struct Job: Sendable {
         case assertion
     }
 
+    /// What to verify, as the verification core takes it.
+    public enum Payload: Sendable {
+        case attestation(AttestationRequest)
+        case assertion(AssertionRequest)
+    }
+
     public var jobId: String
-    public var kind: Kind
-    public var teamId: String
-    public var bundleId: String
-    public var keyId: String
     public var receivedAt: Timestamp
-    public var challenge: String?
-    /// The base64 object: `attestationObject` or `assertion`.
-    public var object: String
-    /// Attestations: `clientDataHash`. Assertions: `clientDataHash` or `clientData`.
-    public var clientData: AssertionRequest.ClientData
+    public var payload: Payload
     /// Optional device metadata, passed through to the store.
     public var metadata: [String: String]
     /// Offline `verify` only: the device state a store would hold for an assertion.
@@ -30,6 +28,32 @@ public struct Job: Sendable {
         "deviceId", "deviceFingerprint", "subjectId", "deviceModel", "osVersion", "appVersion", "appBuildNumber",
         "platform",
     ]
+
+    public var kind: Kind {
+        if case .attestation = payload { return .attestation }
+        return .assertion
+    }
+
+    public var teamId: String {
+        switch payload {
+        case .attestation(let r): return r.teamId
+        case .assertion(let r): return r.teamId
+        }
+    }
+
+    public var bundleId: String {
+        switch payload {
+        case .attestation(let r): return r.bundleId
+        case .assertion(let r): return r.bundleId
+        }
+    }
+
+    public var keyId: String {
+        switch payload {
+        case .attestation(let r): return r.keyId
+        case .assertion(let r): return r.keyId
+        }
+    }
 
     /// Why a message could not be read as a job.
     public struct Invalid: Error, Sendable {
@@ -71,13 +95,22 @@ public struct Job: Sendable {
         let keyId = fields.string("keyId")
         let receivedAtText = fields.string("receivedAt")
         let object = fields.string(kind == .attestation ? "attestationObject" : "assertion")
-        let clientData: AssertionRequest.ClientData
-        if kind == .assertion, json["clientDataHash"] == nil, json["clientData"] != nil {
-            clientData = .raw(fields.string("clientData"))
-        } else {
-            clientData = .hash(fields.string("clientDataHash"))
-        }
         let challenge = fields.optionalString("challenge")
+        let payload: Payload
+        if kind == .attestation {
+            payload = .attestation(
+                AttestationRequest(
+                    teamId: teamId, bundleId: bundleId, keyId: keyId, attestationObject: object,
+                    clientDataHash: fields.string("clientDataHash"), challenge: challenge))
+        } else {
+            let clientData: AssertionRequest.ClientData =
+                json["clientDataHash"] == nil && json["clientData"] != nil
+                ? .raw(fields.string("clientData")) : .hash(fields.string("clientDataHash"))
+            payload = .assertion(
+                AssertionRequest(
+                    teamId: teamId, bundleId: bundleId, keyId: keyId, assertion: object, clientData: clientData,
+                    challenge: challenge))
+        }
         var metadata = [String: String]()
         for name in metadataFields {
             if let value = fields.optionalString(name) { metadata[name] = value }
@@ -90,8 +123,7 @@ public struct Job: Sendable {
         }
         return .success(
             Job(
-                jobId: jobId, kind: kind, teamId: teamId, bundleId: bundleId, keyId: keyId, receivedAt: receivedAt,
-                challenge: challenge, object: object, clientData: clientData, metadata: metadata,
+                jobId: jobId, receivedAt: receivedAt, payload: payload, metadata: metadata,
                 storedPublicKey: storedPublicKey, storedCounter: storedCounter))
     }
 

@@ -48,38 +48,28 @@ public struct JobVerifier: Sendable {
     }
 
     /// Decides an attestation job under the app's environment policy.
-    public func decideAttestation(_ job: Job, policy: EnvironmentPolicy) -> (Verdict, VerifiedAttestation?) {
-        let now = clock.now()
-        var verdict = Verdict(job: job, verifiedAt: now)
-        if let failure = checkReceivedAt(job, now: now) {
-            verdict.failure = failure
-            return (verdict, nil)
-        }
-        verdict.verificationTime = job.receivedAt
-        let clientDataHash: String
-        switch job.clientData {
-        case .hash(let text): clientDataHash = text
-        case .raw: preconditionFailure("attestation jobs carry clientDataHash")
-        }
-        let request = AttestationRequest(
-            teamId: job.teamId, bundleId: job.bundleId, keyId: job.keyId, attestationObject: job.object,
-            clientDataHash: clientDataHash, challenge: job.challenge)
-        switch attestations.verify(request, policy: policy, at: job.receivedAt) {
-        case .failure(let failure):
-            verdict.failure = failure
-            return (verdict, nil)
-        case .success(let verified):
+    public func decide(_ request: AttestationRequest, of job: Job, policy: EnvironmentPolicy) -> (Verdict, VerifiedAttestation?) {
+        decide(job, verify: { attestations.verify(request, policy: policy, at: job.receivedAt) }) { verdict, verified in
             verdict.environment = verified.environment
             verdict.counter = verified.counter
             verdict.publicKey = verified.publicKey
             verdict.receipt = verified.receipt
             verdict.extensions = verified.extensions
-            return (verdict, verified)
         }
     }
 
     /// Decides an assertion job against the stored device state (nil: no key attested for this keyId).
-    public func decideAssertion(_ job: Job, device: StoredDevice?) -> (Verdict, VerifiedAssertion?) {
+    public func decide(_ request: AssertionRequest, of job: Job, device: StoredDevice?) -> (Verdict, VerifiedAssertion?) {
+        decide(job, verify: { assertions.verify(request, device: device) }) { verdict, verified in
+            verdict.counter = verified.counter
+            verdict.extensions = verified.extensions
+        }
+    }
+
+    /// The receivedAt bounds, then the core's decision at receivedAt, recorded into the verdict.
+    private func decide<Verified>(
+        _ job: Job, verify: () -> Result<Verified, VerificationFailure>, record: (inout Verdict, Verified) -> Void
+    ) -> (Verdict, Verified?) {
         let now = clock.now()
         var verdict = Verdict(job: job, verifiedAt: now)
         if let failure = checkReceivedAt(job, now: now) {
@@ -87,16 +77,12 @@ public struct JobVerifier: Sendable {
             return (verdict, nil)
         }
         verdict.verificationTime = job.receivedAt
-        let request = AssertionRequest(
-            teamId: job.teamId, bundleId: job.bundleId, keyId: job.keyId, assertion: job.object,
-            clientData: job.clientData, challenge: job.challenge)
-        switch assertions.verify(request, device: device) {
+        switch verify() {
         case .failure(let failure):
             verdict.failure = failure
             return (verdict, nil)
         case .success(let verified):
-            verdict.counter = verified.counter
-            verdict.extensions = verified.extensions
+            record(&verdict, verified)
             return (verdict, verified)
         }
     }

@@ -82,10 +82,10 @@ enum VerifyCommand {
         case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure)
         case .success(let parsed): job = parsed
         }
-        switch job.kind {
-        case .attestation:
-            return verifier.decideAttestation(job, policy: policy).0
-        case .assertion:
+        switch job.payload {
+        case .attestation(let request):
+            return verifier.decide(request, of: job, policy: policy).0
+        case .assertion(let request):
             var device: StoredDevice? = nil
             if let text = job.storedPublicKey {
                 guard let point = Base64.decode(text), let key = ECPublicKey(p256Point: point) else {
@@ -94,7 +94,7 @@ enum VerifyCommand {
                 }
                 device = StoredDevice(publicKey: key, counter: job.storedCounter ?? 0)
             }
-            return verifier.decideAssertion(job, device: device).0
+            return verifier.decide(request, of: job, device: device).0
         }
     }
 

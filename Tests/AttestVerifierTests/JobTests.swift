@@ -24,7 +24,9 @@ import Testing
         let verifier = JobVerifier(trust: F.trust, clock: FixedClock(now))
         switch Job.parse(json) {
         case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure).json
-        case .success(let job): return verifier.decideAttestation(job, policy: .production).0.json
+        case .success(let job):
+            guard case .attestation(let request) = job.payload else { return .null }
+            return verifier.decide(request, of: job, policy: .production).0.json
         }
     }
 

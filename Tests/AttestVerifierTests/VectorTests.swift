@@ -30,12 +30,14 @@ import Testing
         let at = Timestamp(rfc3339: c["verifyAt"]!.stringValue!)!
         let verifier = JobVerifier(trust: Fixtures.trust(c["trust"]!.stringValue!), clock: FixedClock(at))
         let job = try! Job.parse(Fixtures.job(for: c)).get()
-        if job.kind == .attestation {
-            return verifier.decideAttestation(job, policy: EnvironmentPolicy(rawValue: c["environment"]!.stringValue!)!).0
+        switch job.payload {
+        case .attestation(let request):
+            return verifier.decide(request, of: job, policy: EnvironmentPolicy(rawValue: c["environment"]!.stringValue!)!).0
+        case .assertion(let request):
+            let device = job.storedPublicKey.map {
+                StoredDevice(publicKey: ECPublicKey(p256Point: Base64.decode($0)!)!, counter: job.storedCounter ?? 0)
+            }
+            return verifier.decide(request, of: job, device: device).0
         }
-        let device = job.storedPublicKey.map {
-            StoredDevice(publicKey: ECPublicKey(p256Point: Base64.decode($0)!)!, counter: job.storedCounter ?? 0)
-        }
-        return verifier.decideAssertion(job, device: device).0
     }
 }

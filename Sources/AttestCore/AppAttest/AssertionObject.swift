@@ -11,13 +11,10 @@ public struct AssertionObject: Sendable {
     public init(cbor bytes: [UInt8], maxDepth: Int = 16) throws(Failure) {
         let top: CBORValue
         do {
-            top = try CBORDecoder(maxDepth: maxDepth).decode(bytes)
-        } catch let error where error.kind == .trailingData {
-            throw .trailingData
+            top = try CBORDecoder(maxDepth: maxDepth).decodeMap(bytes)
         } catch {
-            throw .malformed("\(error)")
+            throw error.kind == .trailingData ? .trailingData : .malformed("\(error)")
         }
-        guard case .map = top else { throw .malformed("not a map") }
         guard case .bytes(let signature)? = top["signature"] else { throw .malformed("signature missing or not bytes") }
         guard case .bytes(let authData)? = top["authenticatorData"], authData.count >= 37 else {
             throw .malformed("authenticatorData missing, not bytes or shorter than 37 bytes")

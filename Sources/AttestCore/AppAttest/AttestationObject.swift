@@ -20,13 +20,10 @@ public struct AttestationObject: Sendable {
     public init(cbor bytes: [UInt8], maxDepth: Int = 16) throws(Failure) {
         let top: CBORValue
         do {
-            top = try CBORDecoder(maxDepth: maxDepth).decode(bytes)
-        } catch let error where error.kind == .trailingData {
-            throw .trailingData
+            top = try CBORDecoder(maxDepth: maxDepth).decodeMap(bytes)
         } catch {
-            throw .malformed("\(error)")
+            throw error.kind == .trailingData ? .trailingData : .malformed("\(error)")
         }
-        guard case .map = top else { throw .malformed("not a map") }
         guard case .text(let format)? = top["fmt"] else { throw .malformed("fmt missing or not text") }
         guard case .map? = top["attStmt"] else { throw .malformed("attStmt missing or not a map") }
         guard case .bytes(let authData)? = top["authData"] else { throw .malformed("authData missing or not bytes") }

@@ -17,6 +17,13 @@ public struct CBORDecoder: Sendable {
         return value
     }
 
+    /// Decodes an object that must be exactly one CBOR map (attestation and assertion objects).
+    public func decodeMap(_ bytes: [UInt8]) throws(CBORError) -> CBORValue {
+        let value = try decode(bytes)
+        guard case .map = value else { throw CBORError(.notAMap, at: 0) }
+        return value
+    }
+
     /// Decodes one item starting at `offset` and returns it with the offset just past it.
     public func decodePrefix(_ bytes: [UInt8], from offset: Int) throws(CBORError) -> (CBORValue, end: Int) {
         var cursor = Cursor(bytes: bytes, position: offset, maxDepth: maxDepth)

@@ -10,6 +10,7 @@ public struct CBORError: Error, Sendable, Equatable, CustomStringConvertible {
         case tooLarge = "too_large"
         case invalidUTF8 = "invalid_utf8"
         case trailingData = "trailing_data"
+        case notAMap = "not_a_map"
     }
 
     public var kind: Kind
