@@ -12,6 +12,9 @@ let package = Package(
         // C libraries, imported only by the thin wrapper modules that own their objects.
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
+        // librdkafka >= 2.2, built by `ops/stack deps` as a static library under a name of its own.
+        .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka-local"),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
         .target(name: "AttestCore"),
@@ -23,12 +26,27 @@ let package = Package(
         .target(name: "AttestMint", dependencies: ["AttestCore", "AttestCrypto", "COpenSSL", "COpenSSLShims"]),
         // Job and verdict JSON shared by the offline verifier and the worker.
         .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestVerifier"]),
+        // Thin owners of librdkafka and libpq objects.
+        .target(name: "KafkaClient", dependencies: ["CRdKafka"]),
+        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        // The service: configuration, storage, the consume → verify → store → publish pipeline.
+        .target(
+            name: "Worker",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "KafkaClient", "PostgresClient"],
+            resources: [.copy("Migrations")]
+        ),
         .executableTarget(
             name: "attest-worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker"]
         ),
 
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
+        .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
+        .testTarget(
+            name: "WorkerTests",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "KafkaClient", "PostgresClient"]
+        ),
         .testTarget(
             name: "AttestVerifierTests",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint"]
