@@ -69,7 +69,9 @@ public struct Job: Sendable {
         }
         var fields = Fields(json: json)
         let jobId = fields.string("jobId")
-        func fail(_ failure: VerificationFailure) -> Result<Job, Invalid> { .failure(Invalid(jobId: jobId, failure: failure)) }
+        func fail(_ failure: VerificationFailure) -> Result<Job, Invalid> {
+            .failure(Invalid(jobId: jobId.isEmpty ? nil : jobId, failure: failure))
+        }
         if let problem = fields.problem { return fail(problem) }
 
         let kind: Kind
