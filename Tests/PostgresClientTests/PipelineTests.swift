@@ -1,0 +1,121 @@
+import PostgresClient
+import Testing
+
+@Suite("Pipeline mode")
+struct PipelineTests {
+    @Test("1000 inserts in one transaction, one pipeline, results in order")
+    func thousandInserts() throws {
+        let db = try TestDatabase.connect()
+        try db.execute("CREATE TEMP TABLE batch (n bigint PRIMARY KEY, payload bytea, note text)")
+        var statements: [(sql: String, params: [PGValue])] = [("BEGIN", [])]
+        for n in 0..<1000 {
+            statements.append(
+                ("INSERT INTO batch VALUES ($1, $2, $3) RETURNING n", [.int(Int64(n)), .bytes([UInt8(n % 256), 0]), .text("n=\(n)")]))
+        }
+        statements.append(("COMMIT", []))
+        let results = try db.pipeline(statements)
+        #expect(results.count == 1002)
+        #expect(results.first?.commandTag == "BEGIN")
+        #expect(results.last?.commandTag == "COMMIT")
+        for n in 0..<1000 {
+            #expect(results[n + 1].int(0, 0) == Int64(n))
+            #expect(results[n + 1].affectedRows == 1)
+        }
+        #expect(db.isHealthy)
+        let check = try db.execute("SELECT count(*), sum(n), count(DISTINCT note) FROM batch")
+        #expect(check.int(0, 0) == 1000)
+        #expect(check.int(0, 1) == 499_500)  // 0 + 1 + … + 999
+        #expect(check.int(0, 2) == 1000)
+        #expect(try db.execute("SELECT payload FROM batch WHERE n = 513").bytes(0, 0) == [1, 0])
+    }
+
+    @Test("a failing statement aborts the batch and the transaction rolls back")
+    func failureAbortsBatch() throws {
+        let db = try TestDatabase.connect()
+        let table = TestDatabase.uniqueName("pipeline_abort")
+        try db.execute("CREATE TABLE \(table) (n int PRIMARY KEY)")
+        defer { _ = try? db.execute("DROP TABLE \(table)") }
+        let error = #expect(throws: PGError.self) {
+            try db.pipeline([
+                ("BEGIN", []),
+                ("INSERT INTO \(table) VALUES ($1)", [.int(1)]),
+                ("INSERT INTO \(table) VALUES ($1)", [.int(2)]),
+                ("INSERT INTO \(table) VALUES ($1)", [.int(1)]),  // duplicate: fails
+                ("INSERT INTO \(table) VALUES ($1)", [.int(3)]),  // skipped by the server
+                ("COMMIT", []),
+            ])
+        }
+        #expect(error?.sqlState == "23505")
+        #expect(error?.isConnectionLost == false)
+        // Rolled back, and the connection is back outside any transaction.
+        #expect(db.isHealthy)
+        #expect(try db.execute("SELECT count(*) FROM \(table)").int(0, 0) == 0)
+        try db.execute("INSERT INTO \(table) VALUES (7)")
+        // Seen from another session: nothing of the failed batch, the later autocommit insert.
+        let other = try TestDatabase.connect()
+        #expect(try other.execute("SELECT array_agg(n) FROM \(table)").string(0, 0) == "{7}")
+    }
+
+    @Test("without BEGIN the batch is still one implicit transaction")
+    func implicitTransaction() throws {
+        let db = try TestDatabase.connect()
+        try db.execute("CREATE TEMP TABLE implicit (n int PRIMARY KEY)")
+        let error = #expect(throws: PGError.self) {
+            try db.pipeline([
+                ("INSERT INTO implicit VALUES (1)", []),
+                ("INSERT INTO implicit VALUES (1)", []),
+            ])
+        }
+        #expect(error?.sqlState == "23505")
+        #expect(try db.execute("SELECT count(*) FROM implicit").int(0, 0) == 0)
+        #expect(try db.pipeline([("INSERT INTO implicit VALUES (1)", []), ("INSERT INTO implicit VALUES (2)", [])]).count == 2)
+        #expect(try db.execute("SELECT count(*) FROM implicit").int(0, 0) == 2)
+    }
+
+    @Test("inside transaction(), a failed pipeline leaves the rollback to the transaction")
+    func insideTransaction() throws {
+        let db = try TestDatabase.connect()
+        try db.execute("CREATE TEMP TABLE nested (n int PRIMARY KEY)")
+        let error = #expect(throws: PGError.self) {
+            try db.transaction { connection throws(PGError) in
+                try connection.execute("INSERT INTO nested VALUES (100)")
+                _ = try connection.pipeline([
+                    ("INSERT INTO nested VALUES (1)", []),
+                    ("INSERT INTO nested VALUES (1)", []),
+                ])
+            }
+        }
+        #expect(error?.sqlState == "23505")
+        #expect(db.isHealthy)
+        #expect(try db.execute("SELECT count(*) FROM nested").int(0, 0) == 0)
+    }
+
+    @Test("a bad parameter fails the batch before anything is sent")
+    func badParameterSendsNothing() throws {
+        let db = try TestDatabase.connect()
+        try db.execute("CREATE TEMP TABLE unsent (t text)")
+        let error = #expect(throws: PGError.self) {
+            try db.pipeline([
+                ("INSERT INTO unsent VALUES ($1)", [.text("fine")]),
+                ("INSERT INTO unsent VALUES ($1)", [.text("nul\u{0}")]),
+            ])
+        }
+        #expect(error?.code == .invalidParameter)
+        #expect(try db.execute("SELECT count(*) FROM unsent").int(0, 0) == 0)
+        #expect(try db.pipeline([]).isEmpty)
+    }
+
+    @Test("large payloads both ways do not deadlock")
+    func largePayloads() throws {
+        let db = try TestDatabase.connect()
+        // 64 x 256 KiB out and the same back: far beyond the socket buffers in each direction.
+        let payload = (0..<(256 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let statements = (0..<64).map { n -> (sql: String, params: [PGValue]) in
+            ("SELECT $1::bytea, $2::int", [.bytes(payload), .int(Int64(n))])
+        }
+        let results = try db.pipeline(statements)
+        #expect(results.count == 64)
+        #expect(results.allSatisfy { $0.bytes(0, 0) == payload })
+        #expect(results.map { $0.int(0, 1) } == (0..<64).map { Int64($0) })
+    }
+}
