@@ -43,6 +43,11 @@ let package = Package(
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
+        // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "KafkaClient", "PostgresClient"]
+        ),
         .testTarget(
             name: "WorkerTests",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "KafkaClient", "PostgresClient"]

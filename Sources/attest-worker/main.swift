@@ -5,6 +5,9 @@ let usage = """
     usage: attest-worker <command> [options]
 
     commands:
+      run                  the worker: Kafka jobs → verification → PostgreSQL → verdicts
+      migrate              apply the database migrations
+      app add|set|list     register apps and their policy
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
       bench core           measure the verification core against raw OpenSSL verify rates
       help                 show this text
@@ -17,6 +20,9 @@ let command = arguments.isEmpty ? "help" : arguments.removeFirst()
 let status: Int32
 do {
     switch command {
+    case "run": status = try RunCommand.run(arguments)
+    case "migrate": status = try MigrateCommand.run(arguments)
+    case "app": status = try AppCommand.run(arguments)
     case "verify": status = try VerifyCommand.run(arguments)
     case "bench": status = try BenchCommand.run(arguments)
     case "help", "--help", "-h":

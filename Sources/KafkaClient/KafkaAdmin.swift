@@ -1,0 +1,64 @@
+internal import CRdKafka
+
+/// Topic administration: the worker creates its topics explicitly at start rather than relying on a
+/// broker's auto-creation (which Kafka clusters often disable and which picks its own partition count).
+public final class KafkaAdmin: Sendable {
+    private let client: RDKafkaHandle
+
+    /// `properties` are librdkafka settings; `bootstrap.servers` is the one that matters.
+    public init(properties: [String: String]) throws(KafkaError) {
+        client = try RDKafkaHandle(RD_KAFKA_PRODUCER, config: RDKafkaConfig(properties), context: nil)
+    }
+
+    /// Creates each topic that does not exist yet and waits up to `timeoutMs` for the cluster's answer.
+    /// An existing topic is left as it is (its partition count is not checked). `replicationFactor` -1
+    /// takes the broker's default. Throws the first failure other than "already exists".
+    public func createTopics(
+        _ topics: [(name: String, partitions: Int32)], replicationFactor: Int32 = -1, timeoutMs: Int32 = 10_000
+    ) throws(KafkaError) {
+        guard !topics.isEmpty else { return }
+        var reason = [CChar](repeating: 0, count: 512)
+        // Function-scoped C objects: each is destroyed by the defer right after its creation.
+        var newTopics: [OpaquePointer?] = []
+        defer { newTopics.forEach { rd_kafka_NewTopic_destroy($0) } }
+        for topic in topics {
+            guard let newTopic = rd_kafka_NewTopic_new(
+                topic.name, topic.partitions, replicationFactor, &reason, reason.count) else {
+                throw KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, message: String(cBuffer: reason))
+            }
+            newTopics.append(newTopic)
+        }
+        let options = rd_kafka_AdminOptions_new(client.pointer, RD_KAFKA_ADMIN_OP_CREATETOPICS)
+        defer { rd_kafka_AdminOptions_destroy(options) }
+        // The request gives up after timeoutMs; the broker is asked to finish creating within it too.
+        for set in [rd_kafka_AdminOptions_set_request_timeout, rd_kafka_AdminOptions_set_operation_timeout] {
+            let err = set(options, timeoutMs, &reason, reason.count)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, message: String(cBuffer: reason)) }
+        }
+        let queue = RDKafkaQueue(newFor: client)
+        rd_kafka_CreateTopics(client.pointer, &newTopics, newTopics.count, options, queue.pointer)
+        // The request timeout answers first; this wait only guards against a result that never comes.
+        guard let event = rd_kafka_queue_poll(queue.pointer, Int32(clamping: Int(timeoutMs) + 1_000))
+        else { throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, message: "CreateTopics: no result") }
+        defer { rd_kafka_event_destroy(event) }
+        let err = rd_kafka_event_error(event)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw client.error(err, reason: rd_kafka_event_error_string(event).map { String(cString: $0) })
+        }
+        var count = 0
+        guard let result = rd_kafka_event_CreateTopics_result(event),
+              let results = rd_kafka_CreateTopics_result_topics(result, &count) else {
+            throw KafkaError(RD_KAFKA_RESP_ERR__BAD_MSG, message: "CreateTopics: unexpected result event")
+        }
+        for index in 0..<count {
+            let topicResult = results[index]
+            let topicErr = rd_kafka_topic_result_error(topicResult)
+            guard topicErr == RD_KAFKA_RESP_ERR_NO_ERROR || topicErr == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS else {
+                let name = String(cString: rd_kafka_topic_result_name(topicResult))
+                let detail = rd_kafka_topic_result_error_string(topicResult).map { String(cString: $0) }
+                    ?? String(cString: rd_kafka_err2str(topicErr))
+                throw KafkaError(topicErr, message: "CreateTopics \(name): \(detail)")
+            }
+        }
+    }
+}

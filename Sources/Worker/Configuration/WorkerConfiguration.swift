@@ -1,0 +1,222 @@
+import AttestCore
+import Foundation
+
+/// Everything `attest-worker run` needs, read from a configuration file and the environment (which wins),
+/// validated in one place so that every problem is reported at start with a clear message (SPEC 6).
+///
+/// The file uses the environment's own names, one `NAME=value` per line (`#` comments), so a deployment can
+/// move settings between the two freely.
+public struct WorkerConfiguration: Sendable {
+    public var kafkaBrokers: String
+    public var databaseURL: String
+    public var httpAddress: String
+    /// PEM files replacing Apple's pinned roots: for tests and load generators only.
+    public var trustAnchorsPath: String?
+    public var receiptTrustAnchorsPath: String?
+    public var jobsTopics: [String]
+    public var verdictsTopic: String
+    public var deadLetterTopic: String
+    public var consumerGroup: String
+    public var kafkaProperties: [String: String]
+    public var maxJobAgeSeconds: Int64
+    public var maxFutureSkewSeconds: Int64
+    public var maxMessageBytes: Int
+    /// Verification threads.
+    public var workers: Int
+    /// Jobs decided and stored together (one database round trip per batch).
+    public var batchSize: Int
+    /// Messages buffered ahead of the batch loop before partitions are paused.
+    public var maxBufferedMessages: Int
+    public var migrateAtStart: Bool
+    /// Admit jobs for apps that are not registered, with `defaultEnvironments` (development convenience).
+    public var admitUnknownApps: Bool
+    public var defaultEnvironments: String
+    public var shutdownTimeoutSeconds: Double
+    public var logLevel: String
+
+    /// Names and defaults, in the order `describe` prints them.
+    public static let settings: [(name: String, defaultValue: String?, secret: Bool)] = [
+        ("ATTEST_KAFKA_BROKERS", nil, false),
+        ("ATTEST_DATABASE_URL", nil, true),
+        ("ATTEST_HTTP_ADDRESS", "127.0.0.1:8080", false),
+        ("ATTEST_TRUST_ANCHORS", "", false),
+        ("ATTEST_RECEIPT_TRUST_ANCHORS", "", false),
+        ("ATTEST_JOBS_TOPIC", "appattest.jobs", false),
+        ("ATTEST_ASSERTION_JOBS_TOPIC", "", false),
+        ("ATTEST_VERDICTS_TOPIC", "appattest.verdicts", false),
+        ("ATTEST_DEADLETTER_TOPIC", "appattest.deadletter", false),
+        ("ATTEST_CONSUMER_GROUP", "attest-worker", false),
+        ("ATTEST_KAFKA_PROPERTIES", "", true),
+        ("ATTEST_MAX_JOB_AGE", "86400", false),
+        ("ATTEST_MAX_FUTURE_SKEW", "60", false),
+        ("ATTEST_MAX_MESSAGE_BYTES", "262144", false),
+        ("ATTEST_WORKERS", "0", false),
+        ("ATTEST_BATCH_SIZE", "512", false),
+        ("ATTEST_MAX_BUFFERED_MESSAGES", "8192", false),
+        ("ATTEST_MIGRATE_AT_START", "true", false),
+        ("ATTEST_ADMIT_UNKNOWN_APPS", "false", false),
+        ("ATTEST_DEFAULT_ENVIRONMENTS", "production", false),
+        ("ATTEST_SHUTDOWN_TIMEOUT", "20", false),
+        ("ATTEST_LOG_LEVEL", "info", false),
+    ]
+
+    /// The configuration problems, one message each.
+    public struct Invalid: Error, CustomStringConvertible {
+        public var problems: [String]
+        public var description: String { problems.joined(separator: "; ") }
+    }
+
+    /// The settings from `file` (when given) overlaid by `environment`, which wins.
+    public static func values(file: String?, environment: [String: String]) throws(Invalid) -> [String: String] {
+        var values = [String: String]()
+        var problems = [String]()
+        if let file {
+            if let text = try? String(contentsOfFile: file, encoding: .utf8) {
+                for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let line = rawLine.trimmingCharacters(in: .whitespaces)
+                    if line.isEmpty || line.hasPrefix("#") { continue }
+                    guard let eq = line.firstIndex(of: "="), !line[..<eq].isEmpty else {
+                        problems.append("\(file):\(number + 1): expected NAME=value")
+                        continue
+                    }
+                    values[String(line[..<eq]).trimmingCharacters(in: .whitespaces)] =
+                        String(line[line.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
+                }
+            } else {
+                problems.append("cannot read configuration file \(file)")
+            }
+        }
+        guard problems.isEmpty else { throw Invalid(problems: problems) }
+        for (name, value) in environment where name.hasPrefix("ATTEST_") { values[name] = value }
+        return values
+    }
+
+    /// Reads `file` (when given) and then `environment`, which wins, and validates everything.
+    public static func load(file: String?, environment: [String: String]) throws(Invalid) -> (WorkerConfiguration, [String: String]) {
+        let values = try Self.values(file: file, environment: environment)
+        var problems = [String]()
+        let known = Set(settings.map(\.name) + ["ATTEST_CONFIG"])
+        for name in values.keys.sorted() where !known.contains(name) {
+            problems.append("\(name) is not a known setting")
+        }
+        var resolved = [String: String]()
+        for setting in settings { resolved[setting.name] = values[setting.name] ?? setting.defaultValue }
+
+        var reader = Reader(values: resolved, problems: problems)
+        let configuration = WorkerConfiguration(
+            kafkaBrokers: reader.required("ATTEST_KAFKA_BROKERS"),
+            databaseURL: reader.required("ATTEST_DATABASE_URL"),
+            httpAddress: reader.address("ATTEST_HTTP_ADDRESS"),
+            trustAnchorsPath: reader.optionalFile("ATTEST_TRUST_ANCHORS"),
+            receiptTrustAnchorsPath: reader.optionalFile("ATTEST_RECEIPT_TRUST_ANCHORS"),
+            jobsTopics: [reader.required("ATTEST_JOBS_TOPIC")] + [resolved["ATTEST_ASSERTION_JOBS_TOPIC"]!].filter { !$0.isEmpty },
+            verdictsTopic: reader.required("ATTEST_VERDICTS_TOPIC"),
+            deadLetterTopic: reader.required("ATTEST_DEADLETTER_TOPIC"),
+            consumerGroup: reader.required("ATTEST_CONSUMER_GROUP"),
+            kafkaProperties: reader.properties("ATTEST_KAFKA_PROPERTIES"),
+            maxJobAgeSeconds: Int64(reader.integer("ATTEST_MAX_JOB_AGE", min: 1)),
+            maxFutureSkewSeconds: Int64(reader.integer("ATTEST_MAX_FUTURE_SKEW", min: 0)),
+            maxMessageBytes: reader.integer("ATTEST_MAX_MESSAGE_BYTES", min: 1024),
+            workers: { let n = reader.integer("ATTEST_WORKERS", min: 0); return n == 0 ? ProcessInfo.processInfo.activeProcessorCount : n }(),
+            batchSize: reader.integer("ATTEST_BATCH_SIZE", min: 1),
+            maxBufferedMessages: reader.integer("ATTEST_MAX_BUFFERED_MESSAGES", min: 1),
+            migrateAtStart: reader.boolean("ATTEST_MIGRATE_AT_START"),
+            admitUnknownApps: reader.boolean("ATTEST_ADMIT_UNKNOWN_APPS"),
+            defaultEnvironments: reader.oneOf("ATTEST_DEFAULT_ENVIRONMENTS", ["production", "development", "any"]),
+            shutdownTimeoutSeconds: Double(reader.integer("ATTEST_SHUTDOWN_TIMEOUT", min: 1)),
+            logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]))
+        if configuration.batchSize > configuration.maxBufferedMessages {
+            reader.problems.append("ATTEST_BATCH_SIZE must not exceed ATTEST_MAX_BUFFERED_MESSAGES")
+        }
+        guard reader.problems.isEmpty else { throw Invalid(problems: reader.problems) }
+        return (configuration, resolved)
+    }
+
+    /// The settings in effect, secrets redacted, for the start-up log.
+    public static func describe(_ resolved: [String: String]) -> [(String, String)] {
+        settings.map { setting in
+            let value = resolved[setting.name] ?? ""
+            return (setting.name, setting.secret && !value.isEmpty ? redact(setting.name, value) : value)
+        }
+    }
+
+    /// Passwords in a libpq URL or key=value string and every librdkafka property value that looks secret.
+    static func redact(_ name: String, _ value: String) -> String {
+        if name == "ATTEST_DATABASE_URL" {
+            var text = value.replacingOccurrences(
+                of: #"(://[^:/@]*:)[^@]*@"#, with: "$1***@", options: .regularExpression)
+            text = text.replacingOccurrences(of: #"password\s*=\s*\S+"#, with: "password=***", options: .regularExpression)
+            return text
+        }
+        return value.replacingOccurrences(
+            of: #"((?:password|secret|sasl\.jaas\.config|ssl\.key\.pem|token)[^=,\n]*=)[^,\n]*"#, with: "$1***",
+            options: [.regularExpression, .caseInsensitive])
+    }
+
+    private struct Reader {
+        let values: [String: String]
+        var problems: [String]
+
+        mutating func required(_ name: String) -> String {
+            let value = values[name] ?? ""
+            if value.isEmpty { problems.append("\(name) is required") }
+            return value
+        }
+
+        mutating func integer(_ name: String, min: Int) -> Int {
+            guard let value = Int(values[name] ?? ""), value >= min else {
+                problems.append("\(name) must be a whole number ≥ \(min) (got \"\(values[name] ?? "")\")")
+                return min
+            }
+            return value
+        }
+
+        mutating func boolean(_ name: String) -> Bool {
+            switch (values[name] ?? "").lowercased() {
+            case "true", "1", "yes": return true
+            case "false", "0", "no": return false
+            default:
+                problems.append("\(name) must be true or false")
+                return false
+            }
+        }
+
+        mutating func oneOf(_ name: String, _ allowed: [String]) -> String {
+            let value = values[name] ?? ""
+            if !allowed.contains(value) { problems.append("\(name) must be one of \(allowed.joined(separator: ", "))") }
+            return value
+        }
+
+        mutating func address(_ name: String) -> String {
+            let value = values[name] ?? ""
+            guard let colon = value.lastIndex(of: ":"), let port = Int(value[value.index(after: colon)...]),
+                (0...65535).contains(port), colon != value.startIndex
+            else {
+                problems.append("\(name) must be HOST:PORT")
+                return value
+            }
+            return value
+        }
+
+        mutating func optionalFile(_ name: String) -> String? {
+            let value = values[name] ?? ""
+            if value.isEmpty { return nil }
+            if !FileManager.default.isReadableFile(atPath: value) { problems.append("\(name): cannot read \(value)") }
+            return value
+        }
+
+        mutating func properties(_ name: String) -> [String: String] {
+            var result = [String: String]()
+            for pair in (values[name] ?? "").split(whereSeparator: { $0 == "," || $0 == "\n" }) {
+                let trimmed = pair.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty { continue }
+                guard let eq = trimmed.firstIndex(of: "="), eq != trimmed.startIndex else {
+                    problems.append("\(name): \"\(trimmed.prefix(40))\" is not key=value")
+                    continue
+                }
+                result[String(trimmed[..<eq])] = String(trimmed[trimmed.index(after: eq)...])
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,314 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestVerifier
+import Dispatch
+import KafkaClient
+import PostgresClient
+import Synchronization
+
+/// Decides a batch of consumed messages and stores the decisions, returning what to publish.
+///
+/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, decide in
+/// parallel across keys (each key's jobs in order, each seeing the state its predecessors leave), one
+/// transaction for every decision, then the messages to publish in consumption order. A redelivered job
+/// gets the verdict stored for its jobId, unchanged; an assertion that lost a counter race is decided again
+/// against the stored counter.
+public final class BatchProcessor: Sendable {
+    public struct Settings: Sendable {
+        public var verdictsTopic: String
+        public var deadLetterTopic: String
+        public var maxMessageBytes: Int
+        public var admitUnknownApps: Bool
+        public var defaultEnvironments: EnvironmentPolicy
+        public var threads: Int
+
+        public init(
+            verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = 256 * 1024,
+            admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2
+        ) {
+            self.verdictsTopic = verdictsTopic
+            self.deadLetterTopic = deadLetterTopic
+            self.maxMessageBytes = maxMessageBytes
+            self.admitUnknownApps = admitUnknownApps
+            self.defaultEnvironments = defaultEnvironments
+            self.threads = threads
+        }
+    }
+
+    let verifier: JobVerifier
+    let store: any DecisionStore
+    let devices: DeviceCache
+    let settings: Settings
+    private let apps = Mutex<(policies: [String: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
+    /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
+    static let appRefreshSeconds: Int64 = 5
+    static let maxJobIdBytes = 256
+    /// Rounds of re-deciding after lost counter races before the batch gives up (each round reads the
+    /// stored state, so one round normally settles it).
+    static let maxRounds = 8
+
+    public init(verifier: JobVerifier, store: any DecisionStore, devices: DeviceCache, settings: Settings) {
+        self.verifier = verifier
+        self.store = store
+        self.devices = devices
+        self.settings = settings
+    }
+
+    /// One consumed message on its way to being published.
+    struct Item: Sendable {
+        let message: KafkaMessage
+        /// Set when the message is a job (a JSON object with a jobId), valid or not.
+        var jobId: String?
+        /// Set when the job's fields are valid.
+        var job: Job?
+        /// The job_invalid failure of a job with unusable fields.
+        var invalid: VerificationFailure?
+        /// The device key of a valid job whose keyId decodes to 32 bytes.
+        var keyBytes: [UInt8]?
+        var decision: Decision?
+        var outbound: Outbound?
+    }
+
+    /// Decides and stores `messages`; throws only infrastructure errors (after the store's own retries),
+    /// in which case nothing of the batch may be acknowledged.
+    public func process(_ messages: [KafkaMessage]) throws(PGError) -> [Outbound] {
+        var items = messages.map { Item(message: $0) }
+        let now = verifier.clock.now()
+        for i in items.indices { classify(&items[i], now: now) }
+
+        let jobs = items.indices.filter { items[$0].jobId != nil }
+        let unknownKeys = Set(jobs.compactMap { items[$0].keyBytes }).filter { devices.get($0) == nil }
+        let (stored, fetched) = try store.prefetch(jobIds: jobs.map { items[$0].jobId! }, keyIds: Array(unknownKeys))
+        for record in fetched.values { devices.put(record) }
+        try refreshApps(now: now, force: false)
+
+        // Redelivered jobs get the stored verdict unchanged; a jobId repeated within the batch is decided once.
+        var toDecide = [Int]()
+        var firstIndex = [String: Int]()
+        for i in jobs {
+            let jobId = items[i].jobId!
+            if let json = stored[jobId] {
+                items[i].outbound = verdict(items[i], json: json)
+            } else if firstIndex[jobId] == nil {
+                firstIndex[jobId] = i
+                toDecide.append(i)
+            }
+        }
+        if toDecide.contains(where: { items[$0].job.map { policy(for: $0) == nil } ?? false }) {
+            try refreshApps(now: now, force: true)
+        }
+        decide(&items, toDecide)
+
+        var round = toDecide
+        for _ in 0..<Self.maxRounds where !round.isEmpty {
+            let outcomes = try store.commit(round.map { items[$0].decision! })
+            var conflicts = [Int]()
+            for (i, outcome) in zip(round, outcomes) {
+                switch outcome {
+                case .stored:
+                    items[i].outbound = verdict(items[i], json: items[i].decision!.verdictJSON)
+                    remember(items[i])
+                case .alreadyDecided(let json):
+                    items[i].outbound = verdict(items[i], json: json)
+                case .counterConflict:
+                    conflicts.append(i)
+                }
+            }
+            if !conflicts.isEmpty {
+                // Another writer moved these counters: read the stored state and decide again.
+                let keys = Set(conflicts.compactMap { items[$0].keyBytes })
+                for key in keys { devices.remove(key) }
+                let (_, fresh) = try store.prefetch(jobIds: [], keyIds: Array(keys))
+                for record in fresh.values { devices.put(record) }
+                decide(&items, conflicts)
+            }
+            round = conflicts
+        }
+        guard round.isEmpty else {
+            throw PGError(code: .client, message: "counter races did not settle after \(Self.maxRounds) rounds", isConnectionLost: false)
+        }
+        for i in jobs where items[i].outbound == nil {
+            if let first = firstIndex[items[i].jobId!], let out = items[first].outbound {
+                items[i].outbound = verdict(items[i], json: String(decoding: out.value, as: UTF8.self))
+            }
+        }
+        return items.compactMap(\.outbound)
+    }
+
+    // MARK: Classifying
+
+    /// Size and JSON first: what is not a job becomes a dead letter (no verdict); a job with a jobId but
+    /// unusable fields is decided job_invalid and stored like any other.
+    private func classify(_ item: inout Item, now: Timestamp) {
+        let message = item.message
+        guard message.value.count <= settings.maxMessageBytes else {
+            item.outbound = deadLetter(message, .tooLarge, "message over \(settings.maxMessageBytes) bytes", now)
+            return
+        }
+        guard let json = JSONValue.parse(message.value), case .object = json else {
+            item.outbound = deadLetter(message, .jobInvalid, "not a JSON object", now)
+            return
+        }
+        // The jobId is the verdict's primary key: it must be storable (no NUL, bounded length).
+        guard case .string(let jobId)? = json["jobId"], !jobId.isEmpty, jobId.utf8.count <= Self.maxJobIdBytes,
+            !jobId.contains("\0")
+        else {
+            item.outbound = deadLetter(message, .jobInvalid, "no usable jobId (a string of 1 to \(Self.maxJobIdBytes) bytes)", now)
+            return
+        }
+        item.jobId = jobId
+        switch Job.parse(json) {
+        case .success(let job):
+            item.job = job
+            if let bytes = Base64.decode(job.keyId), bytes.count == 32 { item.keyBytes = bytes }
+        case .failure(let invalid):
+            item.invalid = invalid.failure
+        }
+    }
+
+    func deadLetter(_ message: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ now: Timestamp? = nil) -> Outbound {
+        let now = now ?? verifier.clock.now()
+        return Outbound(
+            source: message.topicPartition, sourceOffset: message.offset, topic: settings.deadLetterTopic, key: message.key,
+            value: Array(DeadLetter(reason: reason, message: text).json(for: message, at: now).utf8), headers: [])
+    }
+
+    /// A verdict message: keyed by keyId, with the jobId in a header.
+    private func verdict(_ item: Item, json: String) -> Outbound {
+        Outbound(
+            source: item.message.topicPartition, sourceOffset: item.message.offset, topic: settings.verdictsTopic,
+            key: item.job.map { Array($0.keyId.utf8) } ?? item.message.key, value: Array(json.utf8),
+            headers: [("jobId", Array(item.jobId!.utf8))])
+    }
+
+    // MARK: Apps
+
+    private func refreshApps(now: Timestamp, force: Bool) throws(PGError) {
+        let loadedAt = apps.withLock { $0.loadedAt }
+        if let loadedAt, now < loadedAt.adding(seconds: force ? 1 : Self.appRefreshSeconds) { return }
+        let policies = try store.apps()
+        apps.withLock { $0 = (policies, now) }
+    }
+
+    /// The app's policy, the default one for unknown apps when they are admitted, or nil.
+    private func policy(for job: Job) -> AppPolicy? {
+        if let app = apps.withLock({ $0.policies[job.teamId + "." + job.bundleId] }) { return app }
+        guard settings.admitUnknownApps else { return nil }
+        return AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
+    }
+
+    // MARK: Deciding
+
+    /// Decides `indices` in parallel across keys; the jobs of one key in order, each seeing the device state
+    /// the previous one leaves (an attestation followed by its first assertions in the same batch).
+    private func decide(_ items: inout [Item], _ indices: [Int]) {
+        var groups = [[UInt8]: [Int]]()
+        var order = [[UInt8]]()
+        for i in indices {
+            let key = items[i].keyBytes ?? Array((items[i].job?.keyId ?? items[i].jobId!).utf8)
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(i)
+        }
+        let snapshot = items
+        let results = Mutex<[(Int, Decision)]>([])
+        let work = order.map { groups[$0]! }
+        DispatchQueue.concurrentPerform(iterations: work.count) { g in
+            var state: DeviceState? = nil
+            var decided = [(Int, Decision)]()
+            for i in work[g] { decided.append((i, decideOne(snapshot[i], state: &state))) }
+            results.withLock { $0 += decided }
+        }
+        for (i, decision) in results.withLock({ $0 }) { items[i].decision = decision }
+    }
+
+    /// A key's device as the batch has left it so far.
+    private struct DeviceState {
+        var record: DeviceRecord
+        var key: ECPublicKey
+    }
+
+    private func decideOne(_ item: Item, state: inout DeviceState?) -> Decision {
+        let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
+        guard let job = item.job else {
+            let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
+            return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none)
+        }
+        let now = verifier.clock.now()
+        if let failure = verifier.checkReceivedAt(job, now: now) {
+            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+        }
+        guard let app = policy(for: job) else {
+            let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
+            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+        }
+        switch job.payload {
+        case .attestation(let request):
+            let (verdict, verified) = verifier.decide(request, of: job, policy: app.environments)
+            guard let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none)
+            }
+            let previous = state?.record ?? devices.get(verified.keyId)?.record
+            let record = DeviceRecord(
+                keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
+                counter: previous?.publicKey == verified.publicKey ? previous!.counter : 0,
+                environment: verified.environment.rawValue, deviceId: job.metadata["deviceId"] ?? previous?.deviceId ?? "",
+                fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
+            state = DeviceState(record: record, key: key)
+            let device = Decision.AttestedDevice(
+                keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
+                environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: job.metadata["deviceId"],
+                metadata: job.metadata)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device))
+        case .assertion(let request):
+            if state == nil, let keyBytes = item.keyBytes, let cached = devices.get(keyBytes) {
+                state = DeviceState(record: cached.record, key: cached.key)
+            }
+            // A key attested for another app is unknown to this one.
+            let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
+            let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
+            let (verdict, verified) = verifier.decide(request, of: job, device: device)
+            guard let verified else { return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none) }
+            state?.record.counter = verified.counter
+            return decision(
+                verdict, job: job, jobId: job.jobId, source: source,
+                change: .advanced(keyId: verified.keyId, counter: verified.counter))
+        }
+    }
+
+    private func rejection(_ job: Job, _ failure: VerificationFailure, _ now: Timestamp) -> Verdict {
+        var verdict = Verdict(job: job, verifiedAt: now)
+        verdict.failure = failure
+        return verdict
+    }
+
+    private func decision(_ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange) -> Decision {
+        Decision(
+            jobId: jobId, kind: job?.kind.rawValue, keyId: job?.keyId, teamId: job?.teamId, bundleId: job?.bundleId,
+            ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
+            verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
+            source: source, change: change)
+    }
+
+    /// After a decision is stored, the cache reflects it for the next batches.
+    private func remember(_ item: Item) {
+        guard let decision = item.decision, let job = item.job else { return }
+        switch decision.change {
+        case .none:
+            break
+        case .attested(let device):
+            let previous = devices.get(device.keyId)?.record
+            devices.put(
+                DeviceRecord(
+                    keyId: device.keyId, teamId: device.teamId, bundleId: device.bundleId, publicKey: device.publicKey,
+                    counter: previous?.publicKey == device.publicKey ? previous!.counter : 0,
+                    environment: device.environment, deviceId: device.deviceId ?? previous?.deviceId ?? "",
+                    fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint))
+        case .advanced(let keyId, let counter):
+            if var record = devices.get(keyId)?.record {
+                record.counter = max(record.counter, counter)
+                devices.put(record)
+            }
+        }
+    }
+}

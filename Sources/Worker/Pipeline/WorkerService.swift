@@ -1,0 +1,298 @@
+import AttestCore
+import AttestJobs
+import Foundation
+import KafkaClient
+import PostgresClient
+
+/// The running worker: a dedicated Kafka poll thread feeding a bounded buffer, a batch thread that decides
+/// and stores (`BatchProcessor`), an idempotent producer publishing verdicts, and per-partition offset
+/// tracking that stores only the finished prefix: nothing is acknowledged before its verdict is in
+/// PostgreSQL and its publication is acknowledged by the broker.
+///
+/// Shared state lives behind one condition lock; Kafka calls happen outside it.
+public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var topics: [String]
+        public var consumerProperties: [String: String]
+        public var producerProperties: [String: String]
+        public var batchSize: Int
+        public var maxBufferedMessages: Int
+        /// How long a revoke waits for the partition's in-flight jobs before giving it up anyway.
+        public var revokeTimeoutSeconds: Double = 15
+        public var shutdownTimeoutSeconds: Double
+
+        public init(
+            topics: [String], consumerProperties: [String: String], producerProperties: [String: String], batchSize: Int,
+            maxBufferedMessages: Int, shutdownTimeoutSeconds: Double
+        ) {
+            self.topics = topics
+            self.consumerProperties = consumerProperties
+            self.producerProperties = producerProperties
+            self.batchSize = batchSize
+            self.maxBufferedMessages = maxBufferedMessages
+            self.shutdownTimeoutSeconds = shutdownTimeoutSeconds
+        }
+    }
+
+    private let settings: Settings
+    private let processor: BatchProcessor
+    private let logger: Logger
+    private let producer: KafkaProducer
+    private var consumer: KafkaConsumer!
+
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var buffer: [KafkaMessage] = []
+    private var bufferStart = 0
+    private var tracker = OffsetTracker()
+    private var inBatch: [TopicPartition: Int] = [:]
+    private var assigned: Set<TopicPartition> = []
+    private var revoking: Set<TopicPartition> = []
+    private var paused = false
+    private var pauseNewlyAssigned = false
+    private var stopping = false
+    private var pollStopped = false
+    private var batchStopped = false
+    private var unacknowledged = 0
+
+    public init(settings: Settings, processor: BatchProcessor, logger: Logger) throws(KafkaError) {
+        self.settings = settings
+        self.processor = processor
+        self.logger = logger
+        producer = try KafkaProducer(properties: settings.producerProperties)
+    }
+
+    /// Runs until `stop()`; then shuts down in order within the deadline: stop polling, finish buffered
+    /// jobs, wait for acknowledgements, store and commit offsets, leave the group, flush the producer.
+    public func run() throws(KafkaError) {
+        consumer = try KafkaConsumer(properties: settings.consumerProperties, topics: settings.topics, delegate: self)
+        let pollThread = Thread { [self] in pollLoop() }
+        pollThread.name = "kafka-poll"
+        let batchThread = Thread { [self] in batchLoop() }
+        batchThread.name = "batch"
+        pollThread.start()
+        batchThread.start()
+        logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
+
+        condition.lock()
+        while !stopping { condition.wait() }
+        condition.unlock()
+        let deadline = Date().addingTimeInterval(settings.shutdownTimeoutSeconds)
+        startWatchdog(deadline: deadline)
+        condition.lock()
+        while !(pollStopped && batchStopped && unacknowledged == 0) { condition.wait(until: deadline) }
+        let offsets = tracker.takeCommittable()
+        condition.unlock()
+        store(offsets)
+        do {
+            try consumer.commitSync()
+        } catch {
+            logger.warning("final commit failed", [("error", .string(error.description))])
+        }
+        consumer.close()
+        producer.close(timeoutMs: 5000)
+        logger.info("worker stopped")
+    }
+
+    /// Asks the worker to stop (signal handlers call this).
+    public func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// After the deadline the process exits without storing more offsets: what was stored is safe, the
+    /// rest is redelivered.
+    private func startWatchdog(deadline: Date) {
+        let logger = self.logger
+        Thread.detachNewThread {
+            Thread.sleep(until: deadline)
+            logger.error("shutdown deadline passed; exiting")
+            exit(1)
+        }
+    }
+
+    // MARK: Poll thread
+
+    private func pollLoop() {
+        while true {
+            condition.lock()
+            let stop = stopping
+            let toPause = pauseNewlyAssigned && paused ? Array(assigned) : []
+            pauseNewlyAssigned = false
+            condition.unlock()
+            if stop { break }
+            if !toPause.isEmpty { consumer.pause(toPause) }
+            let messages = consumer.poll(max: 1000, timeoutMs: 100)
+            guard !messages.isEmpty else { continue }
+            condition.lock()
+            for message in messages where !revoking.contains(message.topicPartition) {
+                tracker.received(message.topicPartition, offset: message.offset)
+                buffer.append(message)
+            }
+            var pauseNow: [TopicPartition] = []
+            if !paused && buffered + inBatch.values.reduce(0, +) >= settings.maxBufferedMessages {
+                paused = true
+                pauseNow = Array(assigned)
+            }
+            condition.broadcast()
+            condition.unlock()
+            if !pauseNow.isEmpty {
+                consumer.pause(pauseNow)
+                logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))])
+            }
+        }
+        condition.lock()
+        pollStopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private var buffered: Int { buffer.count - bufferStart }
+
+    // MARK: Batch thread
+
+    private func batchLoop() {
+        while let batch = nextBatch() {
+            let outbound = processWithRetries(batch)
+            for out in outbound { publish(out) }
+        }
+        condition.lock()
+        batchStopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Up to `batchSize` buffered messages; nil once stopping and drained.
+    private func nextBatch() -> [KafkaMessage]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while buffered == 0 {
+            if stopping && pollStopped { return nil }
+            condition.wait()
+        }
+        let end = min(buffer.count, bufferStart + settings.batchSize)
+        let batch = Array(buffer[bufferStart..<end])
+        bufferStart = end
+        if bufferStart > 4096 && bufferStart * 2 > buffer.count {
+            buffer.removeFirst(bufferStart)
+            bufferStart = 0
+        }
+        for message in batch { inBatch[message.topicPartition, default: 0] += 1 }
+        unacknowledged += batch.count
+        if paused && buffered + inBatch.values.reduce(0, +) <= settings.maxBufferedMessages / 2 {
+            paused = false
+            let partitions = Array(assigned)
+            DispatchQueue.global().async { [consumer] in consumer?.resume(partitions) }
+        }
+        return batch
+    }
+
+    /// Connection loss is retried inside the store; other database errors (a value PostgreSQL refuses)
+    /// are isolated by deciding the messages one by one, and a message that still cannot be stored becomes
+    /// a dead letter, so one bad job never stops a partition.
+    private func processWithRetries(_ batch: [KafkaMessage]) -> [Outbound] {
+        do {
+            return try processor.process(batch)
+        } catch {
+            logger.error("batch failed; retrying one by one", [("error", .string(error.description)), ("jobs", .int(Int64(batch.count)))])
+        }
+        var outbound = [Outbound]()
+        for message in batch {
+            do {
+                outbound += try processor.process([message])
+            } catch {
+                logger.error("message could not be stored; dead-lettered", [
+                    ("topic", .string(message.topic)), ("partition", .int(Int64(message.partition))),
+                    ("offset", .int(message.offset)), ("error", .string(error.description)),
+                ])
+                outbound.append(processor.deadLetter(message, .jobInvalid, "could not be stored: \(error.sqlState ?? "error")"))
+            }
+        }
+        return outbound
+    }
+
+    private func publish(_ out: Outbound) {
+        while true {
+            do {
+                try producer.produce(topic: out.topic, key: out.key, value: out.value, headers: out.headers) { [self] result in
+                    switch result {
+                    case .success: finished(out)
+                    case .failure(let error):
+                        logger.warning("delivery failed; producing again", [("error", .string(error.description))])
+                        DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { [self] in publish(out) }
+                    }
+                }
+                return
+            } catch {
+                // The local queue is full: deliveries are being served on the producer's thread.
+                if error.isFatal {
+                    logger.error("producer failed fatally", [("error", .string(error.description))])
+                    stop()
+                    return
+                }
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
+    }
+
+    /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
+    private func finished(_ out: Outbound) {
+        condition.lock()
+        tracker.finished(out.source, offset: out.sourceOffset)
+        inBatch[out.source, default: 1] -= 1
+        unacknowledged -= 1
+        let offsets = tracker.takeCommittable()
+        condition.broadcast()
+        condition.unlock()
+        store(offsets)
+    }
+
+    private func store(_ offsets: [TopicPartition: Int64]) {
+        guard !offsets.isEmpty else { return }
+        do {
+            try consumer.storeOffsets(offsets)
+        } catch {
+            // Offsets of partitions no longer assigned cannot be stored; the next owner redelivers.
+            logger.debug("offsets not stored", [("error", .string(error.description))])
+        }
+    }
+
+    // MARK: Rebalance (poll thread, inside librdkafka's callback)
+
+    public func partitionsAssigned(_ partitions: [TopicPartition]) {
+        condition.lock()
+        assigned.formUnion(partitions)
+        revoking.subtract(partitions)
+        pauseNewlyAssigned = paused
+        condition.unlock()
+        logger.info("partitions assigned", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
+    }
+
+    /// Drops buffered messages of the revoked partitions (the next owner gets them), waits for the ones in
+    /// the current batch to be stored and acknowledged, then stores the final offsets; the wrapper commits
+    /// them before the partitions are given up.
+    public func partitionsRevoked(_ partitions: [TopicPartition]) {
+        let set = Set(partitions)
+        let deadline = Date().addingTimeInterval(settings.revokeTimeoutSeconds)
+        condition.lock()
+        revoking.formUnion(set)
+        let kept = buffer[bufferStart...].filter { !set.contains($0.topicPartition) }
+        buffer = Array(kept)
+        bufferStart = 0
+        while partitions.contains(where: { (inBatch[$0] ?? 0) > 0 }), Date() < deadline {
+            condition.wait(until: deadline)
+        }
+        let drained = !partitions.contains(where: { (inBatch[$0] ?? 0) > 0 })
+        let offsets = tracker.takeCommittable()
+        for partition in partitions {
+            tracker.remove(partition)
+            assigned.remove(partition)
+        }
+        condition.unlock()
+        store(offsets)
+        if !drained { logger.warning("revoked partitions before their jobs finished; they will be redelivered") }
+        logger.info("partitions revoked", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
+    }
+}

@@ -1,0 +1,35 @@
+import AttestVerifier
+
+/// An app's registration (SPEC 5): which environments it accepts and how it uses challenges; quota, token
+/// and risk settings are carried for the features that read them.
+public struct AppPolicy: Sendable, Equatable {
+    public enum ChallengeMode: String, Sendable {
+        /// The worker issues challenges and a job must present one.
+        case worker
+        /// The backend manages challenges; only the binding rule applies.
+        case backend
+    }
+
+    public var teamId: String
+    public var bundleId: String
+    public var environments: EnvironmentPolicy
+    public var challenges: ChallengeMode
+    public var madLimit: Int?
+    public var graceDays: Int
+    public var tokenLifetimeSeconds: Int
+
+    public init(
+        teamId: String, bundleId: String, environments: EnvironmentPolicy = .production,
+        challenges: ChallengeMode = .backend, madLimit: Int? = nil, graceDays: Int = 7, tokenLifetimeSeconds: Int = 3600
+    ) {
+        self.teamId = teamId
+        self.bundleId = bundleId
+        self.environments = environments
+        self.challenges = challenges
+        self.madLimit = madLimit
+        self.graceDays = graceDays
+        self.tokenLifetimeSeconds = tokenLifetimeSeconds
+    }
+
+    public var appId: String { teamId + "." + bundleId }
+}

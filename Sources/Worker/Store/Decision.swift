@@ -1,0 +1,60 @@
+import AttestCore
+
+/// One decided job as it is written: the verdict row and the device change the verdict implies. Written
+/// together, in one transaction with the rest of its batch.
+public struct Decision: Sendable {
+    /// What an accepted verdict changes in `devices`.
+    public enum DeviceChange: Sendable {
+        /// A rejection, or a verdict that changes nothing.
+        case none
+        /// An accepted attestation: insert the device, or refresh it on re-attestation of the same key (the
+        /// counter never moves back).
+        case attested(AttestedDevice)
+        /// An accepted assertion: the counter moves to `counter` only if it is above the stored one.
+        case advanced(keyId: [UInt8], counter: UInt32)
+    }
+
+    public struct AttestedDevice: Sendable {
+        public var keyId: [UInt8]
+        public var teamId: String
+        public var bundleId: String
+        public var publicKey: [UInt8]
+        public var environment: String
+        public var receipt: [UInt8]
+        /// The job's deviceId; nil: keep the stored one or generate a UUID.
+        public var deviceId: String?
+        public var metadata: [String: String]
+    }
+
+    /// Where the job came from, stored for support.
+    public struct Source: Sendable {
+        public var topic: String
+        public var partition: Int32
+        public var offset: Int64
+    }
+
+    public var jobId: String
+    public var kind: String?
+    public var keyId: String?
+    public var teamId: String?
+    public var bundleId: String?
+    public var ok: Bool
+    public var code: String?
+    public var reason: String?
+    /// Exactly what is published; republished unchanged on redelivery.
+    public var verdictJSON: String
+    public var receivedAt: Timestamp?
+    public var decidedAt: Timestamp
+    public var source: Source?
+    public var change: DeviceChange
+}
+
+/// What happened to a decision in the database.
+public enum CommitOutcome: Sendable, Equatable {
+    /// Stored as decided.
+    case stored
+    /// The job had already been decided (by this or another worker): publish the stored verdict instead.
+    case alreadyDecided(verdictJSON: String)
+    /// The counter had already reached this assertion's: decide again against the stored state.
+    case counterConflict
+}

@@ -1,0 +1,10 @@
+import PostgresClient
+
+/// What the batch processor needs from storage; `AttestStore` is the PostgreSQL one, tests use fakes.
+public protocol DecisionStore: Sendable {
+    func apps() throws(PGError) -> [String: AppPolicy]
+    func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: String], devices: [[UInt8]: DeviceRecord])
+    func commit(_ decisions: [Decision]) throws(PGError) -> [CommitOutcome]
+}
+
+extension AttestStore: DecisionStore {}

@@ -1,0 +1,104 @@
+import AttestJobs
+import AttestVerifier
+import PostgresClient
+import Worker
+
+/// `attest-worker app add|set|list`: registers apps and their policy (SPEC 5).
+enum AppCommand {
+    static let help = """
+        usage: attest-worker app add --team T --bundle B [policy options]
+               attest-worker app set --team T --bundle B [policy options]
+               attest-worker app list [--json]
+
+        policy options:
+          --environments production|development|any|production,development   (default production)
+          --challenges worker|backend      who issues challenges (default backend)
+          --mad-limit N                    monthly active device limit (default none)
+          --grace-days D                   grace period once the limit is reached (default 7)
+          --token-lifetime SECONDS         verdict token lifetime (default 3600)
+
+        \(DatabaseOptions.help)
+        """
+
+    static func run(_ argv: [String]) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("help") {
+            print(help)
+            return 0
+        }
+        let json = args.flag("json")
+        let team = try args.option("team")
+        let bundle = try args.option("bundle")
+        let environments = try args.option("environments")
+        let challenges = try args.option("challenges")
+        let madLimit = try args.option("mad-limit")
+        let graceDays = try args.option("grace-days")
+        let tokenLifetime = try args.option("token-lifetime")
+        let url = try DatabaseOptions.url(&args)
+        let positionals = try args.positionals(max: 1)
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: url))
+        switch positionals.first {
+        case "list":
+            let apps = try store.apps().values.sorted { $0.appId < $1.appId }
+            if json {
+                print(JSONValue.array(apps.map(describe)).serialized())
+            } else {
+                for app in apps {
+                    print("\(app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)")
+                }
+            }
+            return 0
+        case "add", "set":
+            guard let team, !team.isEmpty, let bundle, !bundle.isEmpty else {
+                throw Arguments.UsageError(description: "app \(positionals[0]) needs --team and --bundle")
+            }
+            let existing = try store.apps()[team + "." + bundle]
+            if positionals[0] == "add" && existing != nil {
+                throw Arguments.UsageError(description: "app \(team).\(bundle) exists; use app set")
+            }
+            if positionals[0] == "set" && existing == nil {
+                throw Arguments.UsageError(description: "app \(team).\(bundle) is not registered; use app add")
+            }
+            var app = existing ?? AppPolicy(teamId: team, bundleId: bundle)
+            if let environments { app.environments = try parseEnvironments(environments) }
+            if let challenges {
+                guard let mode = AppPolicy.ChallengeMode(rawValue: challenges) else {
+                    throw Arguments.UsageError(description: "--challenges must be worker or backend")
+                }
+                app.challenges = mode
+            }
+            if let madLimit { app.madLimit = madLimit == "none" ? nil : try number(madLimit, "--mad-limit") }
+            if let graceDays { app.graceDays = try number(graceDays, "--grace-days") }
+            if let tokenLifetime { app.tokenLifetimeSeconds = try number(tokenLifetime, "--token-lifetime", min: 1) }
+            try store.upsert(app)
+            print(describe(app).serialized())
+            return 0
+        default:
+            throw Arguments.UsageError(description: "app needs add, set or list")
+        }
+    }
+
+    static func parseEnvironments(_ text: String) throws -> EnvironmentPolicy {
+        let parts = Set(text.split(separator: ",").map(String.init))
+        switch parts {
+        case ["production"]: return .production
+        case ["development"]: return .development
+        case ["any"], ["production", "development"]: return .any
+        default: throw Arguments.UsageError(description: "--environments must be production, development, any or production,development")
+        }
+    }
+
+    private static func number(_ text: String, _ name: String, min: Int = 0) throws -> Int {
+        guard let value = Int(text), value >= min else { throw Arguments.UsageError(description: "\(name) must be a whole number ≥ \(min)") }
+        return value
+    }
+
+    private static func describe(_ app: AppPolicy) -> JSONValue {
+        .object([
+            ("teamId", .string(app.teamId)), ("bundleId", .string(app.bundleId)),
+            ("environments", .string(app.environments.rawValue)), ("challenges", .string(app.challenges.rawValue)),
+            ("madLimit", app.madLimit.map { .int(Int64($0)) } ?? .null), ("graceDays", .int(Int64(app.graceDays))),
+            ("tokenLifetimeSeconds", .int(Int64(app.tokenLifetimeSeconds))),
+        ])
+    }
+}

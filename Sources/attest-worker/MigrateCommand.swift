@@ -1,0 +1,28 @@
+import PostgresClient
+import Worker
+
+/// `attest-worker migrate`: applies the bundled SQL migrations that are missing (the worker also does this
+/// at start unless ATTEST_MIGRATE_AT_START=false).
+enum MigrateCommand {
+    static let help = """
+        usage: attest-worker migrate [--database-url URL] [--config FILE]
+
+        Applies the numbered migrations of Schemas/postgres that the database lacks, in order, each in its own
+        transaction; safe to run from several processes at once.
+
+        \(DatabaseOptions.help)
+        """
+
+    static func run(_ argv: [String]) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("help") {
+            print(help)
+            return 0
+        }
+        let connection = try DatabaseOptions.connect(&args)
+        _ = try args.positionals(max: 0)
+        let applied = try Migrator.migrate(connection, migrations: Migrator.bundled)
+        print(applied.isEmpty ? "schema is up to date" : "applied: \(applied.joined(separator: ", "))")
+        return 0
+    }
+}

@@ -1,0 +1,96 @@
+import AttestCore
+import AttestJobs
+import AttestVerifier
+import Dispatch
+import Foundation
+import KafkaClient
+import PostgresClient
+import Worker
+
+/// `attest-worker run`: the worker service (SPEC 1, 5). Configuration from `--config FILE`/ATTEST_CONFIG and
+/// the environment, validated and printed (secrets redacted) at start.
+enum RunCommand {
+    static let help = """
+        usage: attest-worker run [--config FILE]
+
+        Consumes jobs from Kafka, verifies them, stores devices and verdicts in PostgreSQL and publishes
+        verdicts, effectively once. Settings (environment variables, which win over the file):
+        \(WorkerConfiguration.settings.map { "  \($0.name)\($0.defaultValue.map { $0.isEmpty ? "" : " (default \($0))" } ?? " (required)")" }.joined(separator: "\n"))
+
+        SIGTERM or SIGINT stops it in order: polling, buffered jobs, acknowledgements, offsets, producer.
+        """
+
+    static func run(_ argv: [String]) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("help") {
+            print(help)
+            return 0
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let file = try args.option("config") ?? environment["ATTEST_CONFIG"]
+        _ = try args.positionals(max: 0)
+        let (configuration, resolved) = try WorkerConfiguration.load(file: file, environment: environment)
+        let logger = Logger(level: Logger.Level(name: configuration.logLevel) ?? .info)
+        logger.info("configuration", WorkerConfiguration.describe(resolved).map { ($0.0, .string($0.1)) })
+
+        let trust = try TrustOptions.load(attestation: configuration.trustAnchorsPath, receipt: configuration.receiptTrustAnchorsPath)
+        if !trust.isApple { logger.warning("trust anchors replaced: not for production", []) }
+        if configuration.admitUnknownApps {
+            logger.warning("unknown apps are admitted with the default policy", [("environments", .string(configuration.defaultEnvironments))])
+        }
+
+        let connection = PGReconnectingConnection(conninfo: configuration.databaseURL)
+        if configuration.migrateAtStart {
+            let migrations = try Migrator.bundled
+            let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
+            logger.info("migrations", [("applied", .array(applied.map(JSONValue.string)))])
+        }
+        let verifier = JobVerifier(
+            trust: trust, clock: SystemClock(),
+            timeBounds: JobVerifier.TimeBounds(
+                maxAgeSeconds: configuration.maxJobAgeSeconds, maxFutureSkewSeconds: configuration.maxFutureSkewSeconds))
+        let processor = BatchProcessor(
+            verifier: verifier, store: AttestStore(connection: connection), devices: DeviceCache(),
+            settings: BatchProcessor.Settings(
+                verdictsTopic: configuration.verdictsTopic, deadLetterTopic: configuration.deadLetterTopic,
+                maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
+                defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
+                threads: configuration.workers))
+        let base = ["bootstrap.servers": configuration.kafkaBrokers]
+        let consumerProperties = base.merging([
+            "group.id": configuration.consumerGroup, "auto.offset.reset": "earliest", "enable.auto.commit": "true",
+            "auto.commit.interval.ms": "1000", "client.id": "attest-worker",
+        ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
+        let producerProperties = base.merging(["linger.ms": "2", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
+            .merging(configuration.kafkaProperties.filter { !consumerOnly.contains($0.key) }) { _, b in b }
+        let service = try WorkerService(
+            settings: WorkerService.Settings(
+                topics: configuration.jobsTopics, consumerProperties: consumerProperties,
+                producerProperties: producerProperties, batchSize: configuration.batchSize,
+                maxBufferedMessages: configuration.maxBufferedMessages,
+                shutdownTimeoutSeconds: configuration.shutdownTimeoutSeconds),
+            processor: processor, logger: logger)
+
+        let signals = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                logger.info("signal received; stopping", [("signal", .int(Int64(number)))])
+                service.stop()
+            }
+            source.resume()
+            return source
+        }
+        try service.run()
+        withExtendedLifetime(signals) {}
+        return 0
+    }
+
+    /// librdkafka settings that only a consumer takes, left out of the producer's configuration so that a
+    /// shared ATTEST_KAFKA_PROPERTIES does not fill the log with warnings.
+    static let consumerOnly: Set<String> = [
+        "group.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "auto.offset.reset",
+        "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store", "fetch.wait.max.ms",
+        "fetch.min.bytes", "fetch.max.bytes", "partition.assignment.strategy", "group.protocol", "isolation.level",
+    ]
+}

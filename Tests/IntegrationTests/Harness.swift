@@ -1,0 +1,188 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestMint
+import Foundation
+import KafkaClient
+import PostgresClient
+import Synchronization
+import Testing
+
+/// A test PKI whose roots the workers under test trust, and job minting for many devices.
+enum Jobs {
+    static let pki = try! TestPKI.generate(
+        validFrom: Date(timeIntervalSince1970: 1_577_836_800), validUntil: Date(timeIntervalSince1970: 2_366_841_600))
+    static let teamId = "ITEST12345"
+
+    /// The roots as PEM files for ATTEST_TRUST_ANCHORS / ATTEST_RECEIPT_TRUST_ANCHORS.
+    static let anchorFiles: (attestation: String, receipt: String) = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-itest-\(getpid())")
+        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let attestation = directory.appendingPathComponent("attestation-root.pem").path
+        let receipt = directory.appendingPathComponent("receipt-root.pem").path
+        try! pki.attestationRootPEM.write(toFile: attestation, atomically: true, encoding: .utf8)
+        try! pki.receiptRootPEM.write(toFile: receipt, atomically: true, encoding: .utf8)
+        return (attestation, receipt)
+    }()
+
+    static func now() -> String { Timestamp(microseconds: Int64(Date().timeIntervalSince1970 * 1_000_000)).rfc3339 }
+
+    static func attestation(_ device: Device, bundleId: String, jobId: String) -> [UInt8] {
+        let cdh = Digest.sha256.hash(Array(jobId.utf8))
+        let minted = try! pki.mintAttestation(device: device, teamId: teamId, bundleId: bundleId, clientDataHash: cdh, at: Date())
+        return json([
+            ("jobId", .string(jobId)), ("kind", .string("attestation")), ("teamId", .string(teamId)),
+            ("bundleId", .string(bundleId)), ("keyId", .string(Base64.encode(device.keyId))),
+            ("attestationObject", .string(Base64.encode(minted.attestationObject))),
+            ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string(now())),
+        ])
+    }
+
+    static func assertion(_ device: Device, bundleId: String, jobId: String, counter: UInt32, signer: Device? = nil) -> [UInt8] {
+        let cdh = Digest.sha256.hash(Array(jobId.utf8))
+        let minted = try! device.mintAssertion(
+            teamId: teamId, bundleId: bundleId, clientDataHash: cdh, counter: counter,
+            options: AssertionOptions(signingDevice: signer))
+        return json([
+            ("jobId", .string(jobId)), ("kind", .string("assertion")), ("teamId", .string(teamId)),
+            ("bundleId", .string(bundleId)), ("keyId", .string(Base64.encode(device.keyId))),
+            ("assertion", .string(Base64.encode(minted.assertion))), ("clientDataHash", .string(Base64.encode(cdh))),
+            ("receivedAt", .string(now())),
+        ])
+    }
+
+    private static func json(_ members: [(String, JSONValue)]) -> [UInt8] { Array(JSONValue.object(members).serialized().utf8) }
+
+    /// Migrates and registers a fresh app through the CLI, as an operator would.
+    static func registerApp(_ bundleId: String) throws {
+        for arguments in [["migrate"], ["app", "add", "--team", teamId, "--bundle", bundleId, "--environments", "any"]] {
+            let status = try Stack.run(Stack.binary, arguments)
+            try #require(status == 0, "attest-worker \(arguments.joined(separator: " ")) failed")
+        }
+    }
+}
+
+/// One `attest-worker run` process under test, its stderr (JSON log lines) kept in a file.
+final class WorkerProcess: @unchecked Sendable {
+    let process = Process()
+    let logFile: URL
+
+    init(topics: (jobs: String, verdicts: String, deadLetters: String), group: String, extra: [String: String] = [:]) throws {
+        logFile = FileManager.default.temporaryDirectory.appendingPathComponent("worker-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ATTEST_") }
+        environment.merge([
+            "ATTEST_KAFKA_BROKERS": try Stack.brokers, "ATTEST_DATABASE_URL": try Stack.databaseURL,
+            "ATTEST_KAFKA_PROPERTIES": Stack.environment["ATTEST_KAFKA_PROPERTIES"] ?? "",
+            "ATTEST_JOBS_TOPIC": topics.jobs, "ATTEST_VERDICTS_TOPIC": topics.verdicts,
+            "ATTEST_DEADLETTER_TOPIC": topics.deadLetters, "ATTEST_CONSUMER_GROUP": group,
+            "ATTEST_TRUST_ANCHORS": Jobs.anchorFiles.attestation, "ATTEST_RECEIPT_TRUST_ANCHORS": Jobs.anchorFiles.receipt,
+            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_LOG_LEVEL": "info",
+        ]) { _, new in new }
+        environment.merge(extra) { _, new in new }
+        process.executableURL = URL(fileURLWithPath: Stack.binary)
+        process.arguments = ["run"]
+        process.environment = environment
+        process.standardError = try FileHandle(forWritingTo: logFile)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+
+    /// Waits for the process to exit; false on timeout.
+    @discardableResult
+    func wait(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        return !process.isRunning
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// Reads a topic from the beginning with its own consumer group, keeping every message.
+final class TopicReader: @unchecked Sendable {
+    let consumer: KafkaConsumer
+    private(set) var messages: [KafkaMessage] = []
+
+    init(topic: String) throws {
+        var properties = Stack.kafkaProperties
+        properties["bootstrap.servers"] = try Stack.brokers
+        properties["group.id"] = "reader-\(UUID().uuidString)"
+        properties["auto.offset.reset"] = "earliest"
+        properties["enable.auto.commit"] = "false"
+        consumer = try KafkaConsumer(properties: properties, topics: [topic], delegate: nil)
+    }
+
+    /// Polls until `done(messages)` holds or `seconds` pass; returns whether it held.
+    @discardableResult
+    func read(seconds: Double, until done: ([KafkaMessage]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            messages += consumer.poll(max: 1000, timeoutMs: 100)
+            if done(messages) { return true }
+        }
+        return done(messages)
+    }
+
+    /// Verdicts by jobId header, every copy kept (a job published twice shows up twice).
+    var verdictsByJob: [String: [String]] {
+        var result = [String: [String]]()
+        for message in messages {
+            guard let header = message.headers.first(where: { $0.name == "jobId" }) else { continue }
+            result[String(decoding: header.value, as: UTF8.self), default: []].append(String(decoding: message.value, as: UTF8.self))
+        }
+        return result
+    }
+
+    deinit { consumer.close() }
+}
+
+/// Produces job messages keyed by keyId and waits for every acknowledgement.
+func produce(_ topic: String, _ messages: [(key: [UInt8]?, value: [UInt8])]) throws {
+    var properties = Stack.kafkaProperties.filter { !["group.id", "session.timeout.ms", "heartbeat.interval.ms", "fetch.wait.max.ms", "auto.offset.reset"].contains($0.key) }
+    properties["bootstrap.servers"] = try Stack.brokers
+    let producer = try KafkaProducer(properties: properties)
+    let failures = Mutex(0)
+    for message in messages {
+        while true {
+            do {
+                try producer.produce(topic: topic, key: message.key, value: message.value, headers: []) { result in
+                    if case .failure = result { failures.withLock { $0 += 1 } }
+                }
+                break
+            } catch {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+    }
+    try #require(producer.flush(timeoutMs: 30_000))
+    producer.close(timeoutMs: 5000)
+    try #require(failures.withLock { $0 } == 0)
+}
+
+/// Validates JSON lines against one of Schemas/ with the standard Python validator.
+func validate(_ lines: [String], schema: String) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", Stack.repository.appendingPathComponent("Tests/schemas/validate.py").path, schema]
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    input.fileHandleForWriting.write(Data(lines.joined(separator: "\n").utf8 + [0x0a]))
+    try input.fileHandleForWriting.close()
+    process.waitUntilExit()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(process.terminationStatus == 0, "schema \(schema): \(text)")
+}

@@ -1,0 +1,62 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestMint
+import Foundation
+import KafkaClient
+import PostgresClient
+import Testing
+
+/// The local stack the integration tests run against (`ops/stack up`, `eval "$(ops/stack env)"`): they fail,
+/// never skip, when it is missing, because CI always provides it.
+enum Stack {
+    static let environment = ProcessInfo.processInfo.environment
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static var brokers: String {
+        get throws { try #require(environment["ATTEST_KAFKA_BROKERS"], "run ops/stack up and eval \"$(ops/stack env)\"") }
+    }
+
+    static var databaseURL: String {
+        get throws { try #require(environment["ATTEST_DATABASE_URL"], "run ops/stack up and eval \"$(ops/stack env)\"") }
+    }
+
+    static var kafkaProperties: [String: String] {
+        (try? KafkaProperties.parse(environment["ATTEST_KAFKA_PROPERTIES"] ?? "")) ?? [:]
+    }
+
+    /// The debug binary `swift test` has built.
+    static var binary: String { repository.appendingPathComponent(".build/debug/attest-worker").path }
+
+    /// Runs `ops/stack ARGS…` and waits.
+    @discardableResult
+    static func ops(_ arguments: String...) throws -> Int32 {
+        try run(repository.appendingPathComponent("ops/stack").path, arguments)
+    }
+
+    /// Runs a command to completion and returns its exit status. posix_spawn and waitpid rather than
+    /// Foundation's Process, whose waitUntilExit was seen to miss the exit of a command that starts a daemon.
+    static func run(_ path: String, _ arguments: [String]) throws -> Int32 {
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        try #require(spawned == 0, "cannot run \(path)")
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return (status >> 8) & 0xff
+    }
+
+    /// Fresh topics for one test, so tests never see each other's messages.
+    static func topics(_ prefix: String, partitions: Int = 6) throws -> (jobs: String, verdicts: String, deadLetters: String) {
+        let id = UUID().uuidString.prefix(8).lowercased()
+        let names = ("\(prefix).\(id).jobs", "\(prefix).\(id).verdicts", "\(prefix).\(id).dead")
+        try #require(try ops("topics", "\(names.0):\(partitions),\(names.1):\(partitions),\(names.2):1") == 0)
+        return names
+    }
+}

@@ -1,0 +1,205 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestMint
+import AttestVerifier
+import Foundation
+import KafkaClient
+import PostgresClient
+import Synchronization
+import Testing
+import Worker
+
+/// An in-memory DecisionStore with the SQL statements' semantics (insert-if-absent verdicts, counter
+/// compare-and-set), so the batch logic is tested without infrastructure.
+final class FakeStore: DecisionStore, @unchecked Sendable {
+    let lock = NSLock()
+    var appPolicies: [String: AppPolicy] = [:]
+    var verdicts: [String: String] = [:]
+    var devices: [[UInt8]: DeviceRecord] = [:]
+    var commits = 0
+    /// Counters another writer sets right after the next prefetch (a lost race).
+    var raceCounters: [[UInt8]: UInt32] = [:]
+
+    func apps() throws(PGError) -> [String: AppPolicy] { lock.withLock { appPolicies } }
+
+    func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: String], devices: [[UInt8]: DeviceRecord]) {
+        lock.withLock {
+            let v = verdicts.filter { jobIds.contains($0.key) }
+            let d = devices.filter { keyIds.contains($0.key) }
+            for (key, counter) in raceCounters { devices[key]?.counter = counter }
+            raceCounters = [:]
+            return (v, d)
+        }
+    }
+
+    func commit(_ decisions: [Decision]) throws(PGError) -> [CommitOutcome] {
+        lock.withLock {
+            commits += 1
+            return decisions.map { d in
+                if let existing = verdicts[d.jobId] { return .alreadyDecided(verdictJSON: existing) }
+                switch d.change {
+                case .none:
+                    break
+                case .attested(let device):
+                    let previous = devices[device.keyId]
+                    devices[device.keyId] = DeviceRecord(
+                        keyId: device.keyId, teamId: device.teamId, bundleId: device.bundleId, publicKey: device.publicKey,
+                        counter: previous?.counter ?? 0, environment: device.environment,
+                        deviceId: device.deviceId ?? previous?.deviceId ?? UUID().uuidString, fingerprint: nil)
+                case .advanced(let keyId, let counter):
+                    guard let device = devices[keyId], device.counter < counter else { return .counterConflict }
+                    devices[keyId]!.counter = counter
+                }
+                verdicts[d.jobId] = d.verdictJSON
+                return .stored
+            }
+        }
+    }
+}
+
+@Suite struct BatchProcessorTests {
+    static let teamId = "TEAMBATCH1"
+    static let bundleId = "com.example.batch"
+    static let pki = try! TestPKI.generate(
+        validFrom: Date(timeIntervalSince1970: 1_577_836_800), validUntil: Date(timeIntervalSince1970: 2_366_841_600))
+    static let now = Date(timeIntervalSince1970: 1_777_000_000)
+    static let trust = TrustConfiguration(
+        attestationAnchor: try! TrustAnchor(pem: pki.attestationRootPEM), receiptAnchor: try! TrustAnchor(pem: pki.receiptRootPEM))
+
+    let store = FakeStore()
+    var offset: Int64 = 0
+
+    init() {
+        store.appPolicies[Self.teamId + "." + Self.bundleId] = AppPolicy(teamId: Self.teamId, bundleId: Self.bundleId)
+    }
+
+    func processor(admitUnknownApps: Bool = false) -> BatchProcessor {
+        BatchProcessor(
+            verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
+            devices: DeviceCache(),
+            settings: BatchProcessor.Settings(
+                verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024,
+                admitUnknownApps: admitUnknownApps))
+    }
+
+    mutating func message(_ value: [UInt8], key: [UInt8]? = nil) -> KafkaMessage {
+        offset += 1
+        return KafkaMessage(topic: "jobs", partition: 0, offset: offset, key: key, value: value, headers: [], timestampMs: nil)
+    }
+
+    static func attestationJob(_ device: Device, jobId: String, bundleId: String = bundleId) -> [UInt8] {
+        let cdh = Digest.sha256.hash(Array(jobId.utf8))
+        let minted = try! pki.mintAttestation(device: device, teamId: teamId, bundleId: bundleId, clientDataHash: cdh, at: now)
+        return Array(JSONValue.object([
+            ("jobId", .string(jobId)), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
+            ("keyId", .string(Base64.encode(device.keyId))), ("attestationObject", .string(Base64.encode(minted.attestationObject))),
+            ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string("2026-04-24T03:06:40Z")),
+        ]).serialized().utf8)
+    }
+
+    static func assertionJob(_ device: Device, jobId: String, counter: UInt32, bundleId: String = bundleId) -> [UInt8] {
+        let cdh = Digest.sha256.hash(Array("request-\(counter)".utf8))
+        let minted = try! device.mintAssertion(teamId: teamId, bundleId: bundleId, clientDataHash: cdh, counter: counter)
+        return Array(JSONValue.object([
+            ("jobId", .string(jobId)), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
+            ("keyId", .string(Base64.encode(device.keyId))), ("assertion", .string(Base64.encode(minted.assertion))),
+            ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string("2026-04-24T03:06:40Z")),
+        ]).serialized().utf8)
+    }
+
+    func verdicts(_ outbound: [Outbound]) -> [JSONValue] {
+        outbound.map { JSONValue.parse($0.value)! }
+    }
+
+    @Test mutating func attestationAndItsAssertionsInOneBatchAreDecidedInOrder() throws {
+        let device = try Device()
+        let batch = [
+            message(Self.attestationJob(device, jobId: "a1")), message(Self.assertionJob(device, jobId: "s1", counter: 1)),
+            message(Self.assertionJob(device, jobId: "s2", counter: 2)),
+        ]
+        let out = try processor().process(batch)
+        #expect(out.map(\.sourceOffset) == batch.map(\.offset))
+        #expect(verdicts(out).map { $0["ok"] } == [.bool(true), .bool(true), .bool(true)])
+        #expect(store.devices[device.keyId]?.counter == 2)
+        #expect(out.allSatisfy { $0.topic == "verdicts" && $0.key == Array(Base64.encode(device.keyId).utf8) })
+        #expect(out[1].headers.first?.name == "jobId")
+        #expect(store.commits == 1)
+    }
+
+    @Test mutating func redeliveredJobsRepublishTheStoredVerdictUnchanged() throws {
+        let device = try Device()
+        let p = processor()
+        let attestation = message(Self.attestationJob(device, jobId: "r-a"))
+        let assertion = message(Self.assertionJob(device, jobId: "r-s", counter: 5))
+        let first = try p.process([attestation, assertion])
+        // The same messages again, later, through a fresh processor (another worker after a crash).
+        let again = try processor().process([attestation, assertion])
+        #expect(again.map(\.value) == first.map(\.value))
+        #expect(verdicts(again)[1]["ok"] == .bool(true))
+        #expect(store.devices[device.keyId]?.counter == 5)
+    }
+
+    @Test mutating func aReplayedAssertionUnderANewJobIdIsRejected() throws {
+        let device = try Device()
+        let p = processor()
+        _ = try p.process([message(Self.attestationJob(device, jobId: "p-a")), message(Self.assertionJob(device, jobId: "p-1", counter: 3))])
+        let replay = try p.process([message(Self.assertionJob(device, jobId: "p-2", counter: 3))])
+        #expect(verdicts(replay)[0]["reason"] == .string("counter_not_increasing"))
+    }
+
+    @Test mutating func aLostCounterRaceIsDecidedAgainstTheStoredCounter() throws {
+        let device = try Device()
+        let p = processor()
+        _ = try p.process([message(Self.attestationJob(device, jobId: "c-a"))])
+        // Another worker stores counter 9 after this one read the device.
+        store.raceCounters[device.keyId] = 9
+        let fresh = processor()
+        let out = try fresh.process([message(Self.assertionJob(device, jobId: "c-1", counter: 7))])
+        #expect(verdicts(out)[0]["reason"] == .string("counter_not_increasing"))
+        #expect(store.devices[device.keyId]?.counter == 9)
+    }
+
+    @Test mutating func messagesThatAreNotJobsBecomeDeadLetters() throws {
+        let garbage: [UInt8] = [0xff, 0x00, 0x12]
+        let out = try processor().process([
+            message(garbage, key: [1]), message(Array(#"{"kind":"assertion"}"#.utf8)),
+            message(Array(repeating: 0x20, count: 70 * 1024)), message(Array(#"{"jobId":"bad-1","kind":"assertion"}"#.utf8)),
+        ])
+        #expect(out.map(\.topic) == ["dead", "dead", "dead", "verdicts"])
+        let letter = JSONValue.parse(out[0].value)!
+        #expect(letter["reason"] == .string("job_invalid"))
+        #expect(letter["valueBase64"] == .string(Base64.encode(garbage)))
+        #expect(JSONValue.parse(out[2].value)!["reason"] == .string("too_large"))
+        let invalid = JSONValue.parse(out[3].value)!
+        #expect(invalid["code"] == .string("job_invalid"))
+        #expect(store.verdicts["bad-1"] != nil)
+    }
+
+    @Test mutating func unknownAppsAreRejectedUnlessAdmitted() throws {
+        let device = try Device()
+        let job = Self.attestationJob(device, jobId: "u-1", bundleId: "com.example.unregistered")
+        let out = try processor().process([message(job)])
+        #expect(verdicts(out)[0]["reason"] == .string("unknown_app"))
+        let admitted = try processor(admitUnknownApps: true).process([message(Self.attestationJob(device, jobId: "u-2", bundleId: "com.example.unregistered"))])
+        #expect(verdicts(admitted)[0]["ok"] == .bool(true))
+    }
+
+    @Test mutating func aRepeatedJobIdInOneBatchIsDecidedOnce() throws {
+        let device = try Device()
+        let job = Self.attestationJob(device, jobId: "d-1")
+        let out = try processor().process([message(job), message(job)])
+        #expect(out.count == 2)
+        #expect(out[0].value == out[1].value)
+        #expect(out.map(\.sourceOffset) == [offset - 1, offset])
+    }
+
+    @Test mutating func aKeyAttestedForAnotherAppIsUnknown() throws {
+        let device = try Device()
+        store.appPolicies[Self.teamId + ".com.example.other"] = AppPolicy(teamId: Self.teamId, bundleId: "com.example.other")
+        let p = processor()
+        _ = try p.process([message(Self.attestationJob(device, jobId: "o-a"))])
+        let out = try p.process([message(Self.assertionJob(device, jobId: "o-1", counter: 1, bundleId: "com.example.other"))])
+        #expect(verdicts(out)[0]["reason"] == .string("unknown_key"))
+    }
+}
