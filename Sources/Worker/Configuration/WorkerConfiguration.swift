@@ -1,5 +1,6 @@
 import AttestCore
 import Foundation
+import KafkaClient
 
 /// Everything `attest-worker run` needs, read from a configuration file and the environment (which wins),
 /// validated in one place so that every problem is reported at start with a clear message (SPEC 6).
@@ -205,18 +206,14 @@ public struct WorkerConfiguration: Sendable {
             return value
         }
 
+        /// librdkafka passthrough properties (SPEC 6: "key=value" pairs separated by commas or newlines).
         mutating func properties(_ name: String) -> [String: String] {
-            var result = [String: String]()
-            for pair in (values[name] ?? "").split(whereSeparator: { $0 == "," || $0 == "\n" }) {
-                let trimmed = pair.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty { continue }
-                guard let eq = trimmed.firstIndex(of: "="), eq != trimmed.startIndex else {
-                    problems.append("\(name): \"\(trimmed.prefix(40))\" is not key=value")
-                    continue
-                }
-                result[String(trimmed[..<eq])] = String(trimmed[trimmed.index(after: eq)...])
+            do {
+                return try KafkaProperties.parse(values[name] ?? "")
+            } catch {
+                problems.append("\(name): \(error.message)")
+                return [:]
             }
-            return result
         }
     }
 }
