@@ -125,8 +125,9 @@ public final class KafkaConsumer: Sendable {
 
     /// Stores `offset` (the NEXT offset to consume, i.e. last processed + 1) for each partition, for the
     /// next commit (automatic, ``commitSync()``, or the one after a revoke). The partitions that can be
-    /// stored are stored even when another one fails; the first failure is thrown (``KafkaError/Code/state``
-    /// for a partition no longer assigned, which a worker racing a rebalance may ignore).
+    /// stored are stored even when another one fails; the first failure is thrown: ``KafkaError/Code/state``
+    /// for a partition no longer assigned (a worker racing a rebalance may ignore it),
+    /// ``KafkaError/Code/unknownPartition`` for one this consumer never had.
     public func storeOffsets(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
         guard !offsets.isEmpty else { return }
         guard let open = state.withLock({ $0.open }) else { throw .closed }
@@ -189,9 +190,9 @@ public final class KafkaConsumer: Sendable {
 
     /// Leaves the group cleanly: `rd_kafka_consumer_close` (which runs the final revoke through the
     /// delegate, then commits stored offsets), then destroys the handle and releases the delegate.
-    /// Idempotent; blocks until the group is left. Other threads may keep calling the thread-safe
-    /// methods meanwhile (the delegate may store offsets): the handle is destroyed after the last such
-    /// call returns.
+    /// Blocks until the group is left; idempotent (a second call returns at once). Other threads may keep
+    /// calling the thread-safe methods meanwhile (the delegate may store offsets): the handle is destroyed
+    /// after the last such call returns.
     public func close() {
         let open = state.withLock { state -> Open? in
             guard !state.closing else { return nil }

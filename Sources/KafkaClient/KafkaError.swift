@@ -33,6 +33,8 @@ extension KafkaError {
         public static let timedOut = RD_KAFKA_RESP_ERR__TIMED_OUT.rawValue
         /// The client is closed, or the partition is no longer assigned to this consumer.
         public static let state = RD_KAFKA_RESP_ERR__STATE.rawValue
+        /// The consumer never had this partition (so it cannot store an offset for it).
+        public static let unknownPartition = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION.rawValue
         /// A bad argument or configuration value.
         public static let invalidArgument = RD_KAFKA_RESP_ERR__INVALID_ARG.rawValue
         /// The producer was closed before the message could be sent: it was not delivered.

@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test func closeFailsUndeliverableMessagesThroughTheirCompletion() async throws {
-        let calls = try await onOwnThread { () throws -> [Result<(partition: Int32, offset: Int64), KafkaError>] in
+        let observed = try await onOwnThread { () throws -> (flushed: Bool, calls: [Result<(partition: Int32, offset: Int64), KafkaError>]) in
             // Nothing listens on port 1: the message can only wait in the queue until close purges it.
             let producer = try KafkaProducer(properties: [
                 "bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": "60000", "enable.metrics.push": "false",
@@ -84,13 +84,14 @@ import Testing
             try producer.produce(topic: "nowhere", key: nil, value: bytes("lost"), headers: []) { result in
                 calls.withLock { $0.append(result) }
             }
-            #expect(producer.flush(timeoutMs: 100) == false)
+            let flushed = producer.flush(timeoutMs: 100)
             producer.close(timeoutMs: 100)
             producer.close(timeoutMs: 100)
-            return calls.withLock { $0 }
+            return (flushed, calls.withLock { $0 })
         }
-        #expect(calls.count == 1)
-        if case .failure(let error) = try #require(calls.first) {
+        #expect(!observed.flushed)
+        #expect(observed.calls.count == 1)
+        if case .failure(let error) = try #require(observed.calls.first) {
             #expect(error.code == KafkaError.Code.purgedQueue)
         } else {
             Issue.record("an undeliverable message was reported as delivered")
@@ -104,6 +105,7 @@ import Testing
             var committedAfterSync: Int64??
             var committedAfterClose: Int64??
             var neverCommitted: Int64??
+            var foreignStoreError: Int32?
             var resumedAt: Int64?
             var resumedCount = 0
             var revoked: [RebalanceRecorder.Event] = []
@@ -135,6 +137,11 @@ import Testing
             try first.commitSync()
             observed.committedAfterSync = try first.committed([partition], timeoutMs: 5_000)[partition]
             observed.neverCommitted = try first.committed([other], timeoutMs: 5_000)[other]
+            do throws(KafkaError) {
+                try first.storeOffsets([TopicPartition(topic: "never-subscribed", partition: 0): 1])
+            } catch {
+                observed.foreignStoreError = error.code
+            }
             // The final revoke during close stores a later offset; the wrapper commits it before leaving.
             let finalOffset = received[4].offset + 1
             recorder.onRevoke.withLock {
@@ -158,6 +165,7 @@ import Testing
         #expect(observed.lagAfterFour == 6)
         #expect(observed.committedAfterSync == .some(3))
         #expect(observed.neverCommitted == .some(nil))
+        #expect(observed.foreignStoreError == KafkaError.Code.unknownPartition)
         #expect(observed.revoked.count == 1)
         #expect(observed.committedAfterClose == .some(5))
         #expect(observed.resumedAt == 5)
