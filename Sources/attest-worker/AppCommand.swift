@@ -36,7 +36,7 @@ enum AppCommand {
         let tokenLifetime = try args.option("token-lifetime")
         let url = try DatabaseOptions.url(&args)
         let positionals = try args.positionals(max: 1)
-        let store = AttestStore(connection: PGReconnectingConnection(conninfo: url))
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
         switch positionals.first {
         case "list":
             let apps = try store.apps().values.sorted { $0.appId < $1.appId }

@@ -39,7 +39,15 @@ enum RunCommand {
             logger.warning("unknown apps are admitted with the default policy", [("environments", .string(configuration.defaultEnvironments))])
         }
 
-        let connection = PGReconnectingConnection(conninfo: configuration.databaseURL)
+        // Outages are retried for as long as they last (nothing is acknowledged meanwhile), and logged.
+        let connection = PGReconnectingConnection(conninfo: configuration.databaseURL) { error, attempt, wait in
+            if attempt == 1 || attempt % 10 == 0 {
+                logger.warning("database unavailable; retrying", [
+                    ("error", .string(error.description)), ("attempt", .int(Int64(attempt))),
+                    ("waitMs", .int(Int64(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))),
+                ])
+            }
+        }
         if configuration.migrateAtStart {
             let migrations = try Migrator.bundled
             let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }

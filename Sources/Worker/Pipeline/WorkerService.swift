@@ -164,8 +164,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Up to `batchSize` buffered messages; nil once stopping and drained.
+    /// Up to `batchSize` buffered messages; nil once stopping and drained. Resumes paused partitions once
+    /// the buffer is half empty (outside the lock: the consumer's calls are thread-safe).
     private func nextBatch() -> [KafkaMessage]? {
+        var resume: [TopicPartition] = []
+        defer { if !resume.isEmpty { consumer.resume(resume) } }
         condition.lock()
         defer { condition.unlock() }
         while buffered == 0 {
@@ -183,8 +186,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         unacknowledged += batch.count
         if paused && buffered + inBatch.values.reduce(0, +) <= settings.maxBufferedMessages / 2 {
             paused = false
-            let partitions = Array(assigned)
-            DispatchQueue.global().async { [consumer] in consumer?.resume(partitions) }
+            resume = Array(assigned)
         }
         return batch
     }
