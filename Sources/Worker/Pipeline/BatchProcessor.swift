@@ -213,10 +213,14 @@ public final class BatchProcessor: Sendable {
         let snapshot = items
         let results = Mutex<[(Int, Decision)]>([])
         let work = order.map { groups[$0]! }
-        DispatchQueue.concurrentPerform(iterations: work.count) { g in
-            var state: DeviceState? = nil
+        // `threads` lanes (ATTEST_WORKERS), each taking every threads-th key group.
+        let lanes = max(1, min(settings.threads, work.count))
+        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
             var decided = [(Int, Decision)]()
-            for i in work[g] { decided.append((i, decideOne(snapshot[i], state: &state))) }
+            for g in stride(from: lane, to: work.count, by: lanes) {
+                var state: DeviceState? = nil
+                for i in work[g] { decided.append((i, decideOne(snapshot[i], state: &state))) }
+            }
             results.withLock { $0 += decided }
         }
         for (i, decision) in results.withLock({ $0 }) { items[i].decision = decision }
