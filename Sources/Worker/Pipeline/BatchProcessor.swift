@@ -133,7 +133,11 @@ public final class BatchProcessor: Sendable {
                 items[i].outbound = verdict(items[i], json: String(decoding: out.value, as: UTF8.self))
             }
         }
-        return items.compactMap(\.outbound)
+        // Every consumed message must leave with something, or its offset would block the partition.
+        for i in items.indices where items[i].outbound == nil {
+            items[i].outbound = deadLetter(items[i].message, .jobInvalid, "no decision could be made", now)
+        }
+        return items.map { $0.outbound! }
     }
 
     // MARK: Classifying
