@@ -15,6 +15,7 @@ let package = Package(
         // librdkafka >= 2.2, built by `ops/stack deps` as a static library under a name of its own.
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka-local"),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
         .target(name: "AttestCore"),
@@ -29,20 +30,24 @@ let package = Package(
         // Thin owners of librdkafka and libpq objects.
         .target(name: "KafkaClient", dependencies: ["CRdKafka"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints.
+        .target(name: "Observability", dependencies: ["CMicroHTTPD"]),
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "KafkaClient", "PostgresClient"],
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "KafkaClient", "PostgresClient",
+                "Observability"],
             resources: [.copy("Migrations")]
         ),
         .executableTarget(
             name: "attest-worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "Observability"]
         ),
 
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",

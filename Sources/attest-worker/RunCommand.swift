@@ -4,6 +4,7 @@ import AttestVerifier
 import Dispatch
 import Foundation
 import KafkaClient
+import Observability
 import PostgresClient
 import Worker
 
@@ -33,6 +34,16 @@ enum RunCommand {
         let logger = Logger(level: Logger.Level(name: configuration.logLevel) ?? .info)
         logger.info("configuration", WorkerConfiguration.describe(resolved).map { ($0.0, .string($0.1)) })
 
+        // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts.
+        let metrics = WorkerMetrics()
+        var routes = HTTPRoutes()
+        HealthEndpoints.register(on: &routes, metrics: metrics.registry, readiness: metrics.readiness.check)
+        let http = HTTPServer(
+            configuration: HTTPServer.Configuration(address: try HTTPAddress(parsing: configuration.httpAddress)),
+            routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) })
+        try http.start()
+        logger.info("http listening", [("port", .int(Int64(http.port ?? 0)))])
+
         let trust = try TrustOptions.load(attestation: configuration.trustAnchorsPath, receipt: configuration.receiptTrustAnchorsPath)
         if !trust.isApple { logger.warning("trust anchors replaced: not for production", []) }
         if configuration.admitUnknownApps {
@@ -41,6 +52,7 @@ enum RunCommand {
 
         // Outages are retried for as long as they last (nothing is acknowledged meanwhile), and logged.
         let connection = PGReconnectingConnection(conninfo: configuration.databaseURL) { error, attempt, wait in
+            metrics.readiness.markNotReady("postgres", reason: "unreachable")
             if attempt == 1 || attempt % 10 == 0 {
                 logger.warning("database unavailable; retrying", [
                     ("error", .string(error.description)), ("attempt", .int(Int64(attempt))),
@@ -48,10 +60,23 @@ enum RunCommand {
                 ])
             }
         }
+        let migrations = try Migrator.bundled
         if configuration.migrateAtStart {
-            let migrations = try Migrator.bundled
             let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
             logger.info("migrations", [("applied", .array(applied.map(JSONValue.string)))])
+        }
+        let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
+        metrics.readiness.markReady("postgres")
+        if version >= migrations.count {
+            metrics.readiness.markReady("migrations")
+        } else {
+            metrics.readiness.markNotReady("migrations", reason: "schema at \(version) of \(migrations.count): run attest-worker migrate")
+        }
+        metrics.registry.onCollect {
+            let attestation = trust.attestation.cache.counts
+            let receipt = trust.receipt.chain.cache.counts
+            metrics.recordCache("attestation", hits: attestation.hits, misses: attestation.misses)
+            metrics.recordCache("receipt", hits: receipt.hits, misses: receipt.misses)
         }
         let verifier = JobVerifier(
             trust: trust, clock: SystemClock(),
@@ -63,7 +88,8 @@ enum RunCommand {
                 verdictsTopic: configuration.verdictsTopic, deadLetterTopic: configuration.deadLetterTopic,
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
-                threads: configuration.workers))
+                threads: configuration.workers),
+            metrics: metrics)
         let base = ["bootstrap.servers": configuration.kafkaBrokers]
         let consumerProperties = base.merging([
             "group.id": configuration.consumerGroup, "auto.offset.reset": "earliest", "enable.auto.commit": "true",
@@ -77,7 +103,7 @@ enum RunCommand {
                 producerProperties: producerProperties, batchSize: configuration.batchSize,
                 maxBufferedMessages: configuration.maxBufferedMessages,
                 shutdownTimeoutSeconds: configuration.shutdownTimeoutSeconds),
-            processor: processor, logger: logger)
+            processor: processor, logger: logger, metrics: metrics)
 
         let signals = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)
@@ -90,6 +116,8 @@ enum RunCommand {
             return source
         }
         try service.run()
+        metrics.readiness.markNotReady("broker", reason: "stopping")
+        http.stop()
         withExtendedLifetime(signals) {}
         return 0
     }

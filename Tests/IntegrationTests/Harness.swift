@@ -90,6 +90,27 @@ final class WorkerProcess: @unchecked Sendable {
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
+    /// The HTTP port the worker logged ("http listening"), waiting for it to start.
+    func httpPort() throws -> Int {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            for line in log.split(separator: "\n") where line.contains("\"http listening\"") {
+                if case .int(let port)? = JSONValue.parse(Array(line.utf8))?["port"] { return Int(port) }
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw WorkerProcessError(description: "the worker did not log its HTTP port")
+    }
+
+    /// GET http://127.0.0.1:PORT/PATH: the status and body.
+    func get(_ path: String) throws -> (status: Int, body: String) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("http-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let status = try Stack.run("/usr/bin/curl", ["-s", "-o", output, "-w", "%{http_code}", "http://127.0.0.1:\(try httpPort())\(path)"], capture: true)
+        return (Int(status.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0,
+                (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+    }
+
     func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
 
     /// Waits for the process to exit; false on timeout.
@@ -106,6 +127,10 @@ final class WorkerProcess: @unchecked Sendable {
             process.waitUntilExit()
         }
     }
+}
+
+struct WorkerProcessError: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// Reads a topic from the beginning with its own consumer group, keeping every message.

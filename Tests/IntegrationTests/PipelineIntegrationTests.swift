@@ -69,6 +69,15 @@ import Testing
         #expect(letter["valueBase64"] == .string(Base64.encode(poison)))
         #expect(letter["reason"] == .string("job_invalid"))
 
+        // The HTTP surface: alive, ready, and /metrics counts what was decided.
+        #expect(try worker.get("/healthz").status == 200)
+        #expect(try worker.get("/readyz").status == 200)
+        let metrics = try worker.get("/metrics").body
+        let decided = metrics.split(separator: "\n").filter { $0.hasPrefix("attest_verdicts_total{") }
+            .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+        #expect(decided == Double(stream.expected.count), "\(metrics)")
+        #expect(metrics.contains("attest_dead_letters_total{reason=\"job_invalid\"} 1"))
+
         try validate(verdicts.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "verdict")
         try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
         try validate(stream.messages.filter { $0.key != nil }.map { String(decoding: $0.value, as: UTF8.self) }.filter { $0.contains("\"attestation\"") }, schema: "attestation-job")

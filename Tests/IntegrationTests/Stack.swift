@@ -38,18 +38,26 @@ enum Stack {
     /// Runs a command to completion and returns its exit status. posix_spawn and waitpid rather than
     /// Foundation's Process, whose waitUntilExit was seen to miss the exit of a command that starts a daemon.
     static func run(_ path: String, _ arguments: [String]) throws -> Int32 {
+        try run(path, arguments, capture: false).status
+    }
+
+    /// The same, keeping what the command writes to stdout when `capture` is set.
+    static func run(_ path: String, _ arguments: [String], capture: Bool) throws -> (status: Int32, output: String) {
+        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("out-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: outputFile) }
         var pid: pid_t = 0
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, capture ? outputFile : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
         try #require(spawned == 0, "cannot run \(path)")
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        return (status >> 8) & 0xff
+        let output = capture ? ((try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "") : ""
+        return ((status >> 8) & 0xff, output)
     }
 
     /// Fresh topics for one test, so tests never see each other's messages.

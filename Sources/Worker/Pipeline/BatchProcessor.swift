@@ -4,6 +4,7 @@ import AttestJobs
 import AttestVerifier
 import Dispatch
 import KafkaClient
+import Observability
 import PostgresClient
 import Synchronization
 
@@ -40,6 +41,7 @@ public final class BatchProcessor: Sendable {
     let store: any DecisionStore
     let devices: DeviceCache
     let settings: Settings
+    let metrics: WorkerMetrics?
     private let apps = Mutex<(policies: [String: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
     /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
     static let appRefreshSeconds: Int64 = 5
@@ -48,11 +50,15 @@ public final class BatchProcessor: Sendable {
     /// stored state, so one round normally settles it).
     static let maxRounds = 8
 
-    public init(verifier: JobVerifier, store: any DecisionStore, devices: DeviceCache, settings: Settings) {
+    public init(
+        verifier: JobVerifier, store: any DecisionStore, devices: DeviceCache, settings: Settings,
+        metrics: WorkerMetrics? = nil
+    ) {
         self.verifier = verifier
         self.store = store
         self.devices = devices
         self.settings = settings
+        self.metrics = metrics
     }
 
     /// One consumed message on its way to being published.
@@ -90,6 +96,7 @@ public final class BatchProcessor: Sendable {
             let jobId = items[i].jobId!
             if let json = stored[jobId] {
                 items[i].outbound = verdict(items[i], json: json)
+                metrics?.republished.increment()
             } else if firstIndex[jobId] == nil {
                 firstIndex[jobId] = i
                 toDecide.append(i)
@@ -109,8 +116,10 @@ public final class BatchProcessor: Sendable {
                 case .stored:
                     items[i].outbound = verdict(items[i], json: items[i].decision!.verdictJSON)
                     remember(items[i])
+                    record(items[i].decision!)
                 case .alreadyDecided(let json):
                     items[i].outbound = verdict(items[i], json: json)
+                    metrics?.republished.increment()
                 case .counterConflict:
                     conflicts.append(i)
                 }
@@ -173,6 +182,7 @@ public final class BatchProcessor: Sendable {
 
     func deadLetter(_ message: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ now: Timestamp? = nil) -> Outbound {
         let now = now ?? verifier.clock.now()
+        metrics?.deadLetters.labels([reason.rawValue]).increment()
         return Outbound(
             source: message.topicPartition, sourceOffset: message.offset, topic: settings.deadLetterTopic, key: message.key,
             value: Array(DeadLetter(reason: reason, message: text).json(for: message, at: now).utf8), headers: [])
@@ -296,6 +306,14 @@ public final class BatchProcessor: Sendable {
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
             source: source, change: change)
+    }
+
+    private func record(_ decision: Decision) {
+        guard let metrics else { return }
+        metrics.verdicts.labels([decision.kind ?? "unknown", decision.code ?? "ok", decision.reason ?? "ok"]).increment()
+        if let receivedAt = decision.receivedAt {
+            metrics.receivedToVerdict.observe(Double(decision.decidedAt.microseconds - receivedAt.microseconds) / 1e6)
+        }
     }
 
     /// After a decision is stored, the cache reflects it for the next batches.

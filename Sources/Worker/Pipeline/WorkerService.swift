@@ -2,6 +2,7 @@ import AttestCore
 import AttestJobs
 import Foundation
 import KafkaClient
+import Observability
 import PostgresClient
 
 /// The running worker: a dedicated Kafka poll thread feeding a bounded buffer, a batch thread that decides
@@ -37,6 +38,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private let settings: Settings
     private let processor: BatchProcessor
     private let logger: Logger
+    private let metrics: WorkerMetrics
     private let producer: KafkaProducer
     private var consumer: KafkaConsumer!
 
@@ -55,17 +57,34 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private var batchStopped = false
     private var unacknowledged = 0
 
-    public init(settings: Settings, processor: BatchProcessor, logger: Logger) throws(KafkaError) {
+    public init(settings: Settings, processor: BatchProcessor, logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
         self.settings = settings
         self.processor = processor
         self.logger = logger
-        producer = try KafkaProducer(properties: settings.producerProperties)
+        self.metrics = metrics
+        producer = try KafkaProducer(properties: settings.producerProperties) { error in
+            metrics.errors.labels(["producer"]).increment()
+            if error.isFatal { metrics.readiness.markNotReady("broker", reason: "producer: \(error.name)") }
+            logger.warning("producer error", [("error", .string(error.description))])
+        }
     }
 
     /// Runs until `stop()`; then shuts down in order within the deadline: stop polling, finish buffered
     /// jobs, wait for acknowledgements, store and commit offsets, leave the group, flush the producer.
     public func run() throws(KafkaError) {
-        consumer = try KafkaConsumer(properties: settings.consumerProperties, topics: settings.topics, delegate: self)
+        let (metrics, logger) = (self.metrics, self.logger)
+        consumer = try KafkaConsumer(properties: settings.consumerProperties, topics: settings.topics, delegate: self) { error in
+            metrics.readiness.markNotReady("broker", reason: "consumer: \(error.name)")
+            logger.warning("consumer error", [("error", .string(error.description))])
+        }
+        metrics.readiness.markReady("broker")
+        metrics.registry.onCollect { [self] in
+            condition.lock()
+            let inFlight = tracker.totalInFlight
+            condition.unlock()
+            metrics.inFlight.set(Double(inFlight))
+            for (partition, lag) in consumer.lag() { metrics.lag.labels([partition.description]).set(Double(lag)) }
+        }
         let pollThread = Thread { [self] in pollLoop() }
         pollThread.name = "kafka-poll"
         let batchThread = Thread { [self] in batchLoop() }
@@ -126,6 +145,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             if !toPause.isEmpty { consumer.pause(toPause) }
             let messages = consumer.poll(max: 1000, timeoutMs: 100)
             guard !messages.isEmpty else { continue }
+            metrics.readiness.markReady("broker")
+            for message in messages { metrics.consumed.labels([message.topic]).increment() }
             condition.lock()
             for message in messages where !revoking.contains(message.topicPartition) {
                 tracker.received(message.topicPartition, offset: message.offset)
@@ -155,7 +176,10 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     private func batchLoop() {
         while let batch = nextBatch() {
+            metrics.batchSize.observe(Double(batch.count))
+            let started = ContinuousClock.now
             let outbound = processWithRetries(batch)
+            metrics.batchSeconds.observe(ContinuousClock.now - started)
             for out in outbound { publish(out) }
         }
         condition.lock()
@@ -196,8 +220,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// a dead letter, so one bad job never stops a partition.
     private func processWithRetries(_ batch: [KafkaMessage]) -> [Outbound] {
         do {
-            return try processor.process(batch)
+            let outbound = try processor.process(batch)
+            metrics.readiness.markReady("postgres")
+            return outbound
         } catch {
+            metrics.errors.labels(["db"]).increment()
             logger.error("batch failed; retrying one by one", [("error", .string(error.description)), ("jobs", .int(Int64(batch.count)))])
         }
         var outbound = [Outbound]()
@@ -222,6 +249,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                     switch result {
                     case .success: finished(out)
                     case .failure(let error):
+                        metrics.errors.labels(["producer"]).increment()
                         logger.warning("delivery failed; producing again", [("error", .string(error.description))])
                         DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { [self] in publish(out) }
                     }

@@ -1,0 +1,33 @@
+/// The operational routes of SPEC 6: liveness, readiness and the Prometheus scrape.
+///
+/// - `GET /healthz`: 200 `ok` whenever the process can answer at all (liveness: restart only if this fails).
+/// - `GET /readyz`: 200 `ok` when `readiness` returns nil, else 503 with the reason it returned (take it
+///   out of rotation, do not restart).
+/// - `GET /metrics`: the registry's text, `text/plain; version=0.0.4`.
+///
+/// All three also answer `HEAD`; other methods get 405.
+public enum HealthEndpoints {
+    public static let healthPath = "/healthz"
+    public static let readinessPath = "/readyz"
+    public static let metricsPath = "/metrics"
+
+    /// Adds the three routes.
+    /// - Parameter readiness: nil when ready, else a short reason; called for every probe on a connection
+    ///   thread, so it should read state kept up to date elsewhere (``ReadinessConditions/check()``) rather
+    ///   than reach the broker or the database itself. The reason is served to anyone who can reach the
+    ///   port: no connection strings or secrets in it.
+    public static func register(
+        on routes: inout HTTPRoutes,
+        metrics: MetricsRegistry,
+        readiness: @escaping @Sendable () -> String?
+    ) {
+        routes.add("GET", healthPath) { _ in .text(200, "ok\n") }
+        routes.add("GET", readinessPath) { _ in
+            if let reason = readiness() { return .text(503, reason + "\n") }
+            return .text(200, "ok\n")
+        }
+        routes.add("GET", metricsPath) { _ in
+            HTTPResponse(status: 200, contentType: MetricsRegistry.contentType, body: Array(metrics.render().utf8))
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Observability
+import Synchronization
+
+/// The worker's metrics (bounded labels only: kinds, codes, reasons, components, partitions) and its
+/// readiness conditions, created once and shared by the pipeline's parts.
+public final class WorkerMetrics: Sendable {
+    public let registry = MetricsRegistry()
+    public let readiness = ReadinessConditions(["postgres", "migrations", "broker"])
+
+    let consumed: Counter
+    let verdicts: Counter
+    let republished: Counter
+    let deadLetters: Counter
+    let batchSize: Histogram
+    let batchSeconds: Histogram
+    let receivedToVerdict: Histogram
+    let errors: Counter
+    let inFlight: Gauge
+    let lag: Gauge
+    let issuerCache: Counter
+    private let lastCacheCounts = Mutex<[String: Int]>([:])
+
+    public init() {
+        consumed = registry.counter("attest_jobs_consumed_total", help: "Messages consumed from the job topics.", labelNames: ["topic"])
+        verdicts = registry.counter(
+            "attest_verdicts_total", help: "Decisions stored, by job kind, code and reason (ok for accepted).",
+            labelNames: ["kind", "code", "reason"])
+        republished = registry.counter(
+            "attest_verdicts_republished_total", help: "Redelivered jobs answered with their stored verdict.")
+        deadLetters = registry.counter("attest_dead_letters_total", help: "Messages that were not jobs.", labelNames: ["reason"])
+        batchSize = registry.histogram(
+            "attest_batch_size", help: "Messages per batch.", buckets: Histogram.exponentialBuckets(start: 1, factor: 2, count: 11))
+        batchSeconds = registry.histogram(
+            "attest_batch_seconds", help: "Time to decide and store one batch (verification included).")
+        receivedToVerdict = registry.histogram(
+            "attest_received_to_verdict_seconds", help: "From the job's receivedAt to its stored verdict.",
+            buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300])
+        errors = registry.counter("attest_errors_total", help: "Database and producer errors.", labelNames: ["component"])
+        inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
+        lag = registry.gauge("attest_consumer_lag", help: "Messages behind the high watermark, per partition.", labelNames: ["partition"])
+        issuerCache = registry.counter(
+            "attest_issuer_cache_lookups_total", help: "Verified-issuer cache lookups (intermediates, receipt signers).",
+            labelNames: ["cache", "result"])
+    }
+
+    /// Copies cumulative cache counts into the counter (by difference), at scrape time.
+    public func recordCache(_ name: String, hits: Int, misses: Int) {
+        let deltas = lastCacheCounts.withLock { last -> (Int, Int) in
+            defer { last[name + ".hit"] = hits; last[name + ".miss"] = misses }
+            return (hits - (last[name + ".hit"] ?? 0), misses - (last[name + ".miss"] ?? 0))
+        }
+        issuerCache.labels([name, "hit"]).increment(by: Double(deltas.0))
+        issuerCache.labels([name, "miss"]).increment(by: Double(deltas.1))
+    }
+}
