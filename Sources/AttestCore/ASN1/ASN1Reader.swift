@@ -141,6 +141,9 @@ public struct ASN1Reader: Sendable {
         }
         if !element.tag.constructed { return Array(bytes[element.contentRange]) }
         guard rules == .ber else { throw ASN1Error(.unexpectedTag, at: element.start) }
+        // Each nested segment is a recursive call: without this bound, 16,000 nested definite-length
+        // segments (64 KiB) overflowed the stack (ops/fuzz; ASN1FuzzRegressionTests).
+        guard depth < Self.maxDepth else { throw ASN1Error(.tooDeep, at: element.start) }
         var out = [UInt8]()
         var inner = try children(of: element)
         while !inner.isAtEnd {

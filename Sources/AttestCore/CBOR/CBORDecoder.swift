@@ -105,15 +105,15 @@ private struct Cursor {
             let n = try length(info, headAt: start, minimumBytesEach: 2)
             var entries = [CBORMapEntry]()
             entries.reserveCapacity(n)
-            var keyEncodings = [ArraySlice<UInt8>]()
-            keyEncodings.reserveCapacity(n)
+            // A set, not a list: a 64 KiB map holds 16,000 keys, and comparing each with all before it
+            // took 0.3 s per object (ops/fuzz; CBORFuzzRegressionTests).
+            var keyEncodings = Set<ArraySlice<UInt8>>()
             for _ in 0..<n {
                 let keyStart = position
                 let key = try item(depth: depth + 1)
                 // Minimal heads make equal keys byte-identical, so comparing encodings finds duplicates.
                 let encoding = bytes[keyStart..<position]
-                if keyEncodings.contains(encoding) { throw CBORError(.duplicateKey, at: keyStart) }
-                keyEncodings.append(encoding)
+                if !keyEncodings.insert(encoding).inserted { throw CBORError(.duplicateKey, at: keyStart) }
                 entries.append(CBORMapEntry(key: key, value: try item(depth: depth + 1)))
             }
             return .map(entries)

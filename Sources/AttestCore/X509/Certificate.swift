@@ -74,10 +74,12 @@ public struct Certificate: Sendable {
         try wrapper.finish()
         var e = try wrapper.children(of: list)
         var extensions = [CertificateExtension]()
+        var seen = Set<OID>()
         while !e.isAtEnd {
             let ext = try CertificateExtension(e.next(.sequence), in: e)
             // RFC 5280 4.2: a certificate must not include more than one instance of an extension.
-            if extensions.contains(where: { $0.oid == ext.oid }) { throw ASN1Error(.invalidValue, at: e.position) }
+            // A set: thousands of extensions must not cost quadratic time before the signature is checked.
+            guard seen.insert(ext.oid).inserted else { throw ASN1Error(.invalidValue, at: e.position) }
             extensions.append(ext)
         }
         guard !extensions.isEmpty else { throw ASN1Error(.invalidValue, at: list.start) }

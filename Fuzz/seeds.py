@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Write seed corpora for the fuzz targets from the shared vectors.
+
+usage: seeds.py VECTORS_DIR CORPUS_DIR
+Writes CORPUS_DIR/<target>/seed-<name> for every target of ops/fuzz: the decoded attestation objects and
+assertions of Tests/Fixtures/vectors/*.jsonl, the authenticator data, certificates and receipts inside
+them, the receipts' certificates and payloads, the trust anchors' DER, and each case as a job line.
+Cases whose fields are deliberately malformed contribute what can be decoded. Identical inputs are
+written once; existing seed files are overwritten, and whatever libFuzzer added to a corpus stays.
+"""
+import base64, binascii, glob, json, os, re, sys
+
+
+def b64(text):
+    """Strict base64 in either alphabet, or None (some cases carry malformed base64 on purpose)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        alt = b'-_' if ('-' in text or '_' in text) else None
+        return base64.b64decode(text + '=' * (-len(text) % 4), altchars=alt, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def cbor(b, i=0):
+    """One definite-length CBOR item at b[i:], as (value, end); enough for the vectors' objects."""
+    major, info = b[i] >> 5, b[i] & 31
+    i += 1
+    if info < 24:
+        n = info
+    elif info <= 27:
+        width = 1 << (info - 24)
+        n, i = int.from_bytes(b[i:i + width], 'big'), i + width
+    else:
+        raise ValueError('indefinite length or reserved value')
+    if major == 0:
+        return n, i
+    if major == 1:
+        return -1 - n, i
+    if major in (2, 3):
+        if i + n > len(b):
+            raise ValueError('truncated')
+        return (b[i:i + n] if major == 2 else b[i:i + n].decode()), i + n
+    if major == 4:
+        items = []
+        for _ in range(n):
+            item, i = cbor(b, i)
+            items.append(item)
+        return items, i
+    if major == 5:
+        entries = {}
+        for _ in range(n):
+            key, i = cbor(b, i)
+            entries[key], i = cbor(b, i)
+        return entries, i
+    if major == 6:
+        return cbor(b, i)
+    return None, i  # simple values and floats (their bytes were read as the argument)
+
+
+def ber(b, i):
+    """One BER element at b[i:] (low tag numbers), as (identifier, start, content start, content end, end)."""
+    tag, length, start = b[i], b[i + 1], i
+    i += 2
+    if length == 0x80:  # indefinite: walk the elements inside to the end-of-contents octets
+        j = i
+        while b[j:j + 2] != b'\0\0':
+            j = ber(b, j)[4]
+        return tag, start, i, j, j + 2
+    if length & 0x80:
+        count = length & 0x7f
+        length, i = int.from_bytes(b[i:i + count], 'big'), i + count
+    return tag, start, i, i + length, i + length
+
+
+def children(b, element):
+    """The elements inside a constructed element."""
+    out, i = [], element[2]
+    while i < element[3]:
+        child = ber(b, i)
+        out.append(child)
+        i = child[4]
+    return out
+
+
+def octets(b, element):
+    """An OCTET STRING's contents, joining the segments of the constructed form."""
+    if element[0] == 0x04:
+        return b[element[2]:element[3]]
+    return b''.join(octets(b, segment) for segment in children(b, element))
+
+
+def receipt_parts(receipt):
+    """A CMS receipt's certificates, its payload, and the attested key's certificate inside the payload."""
+    content_info = children(receipt, ber(receipt, 0))
+    signed_data = children(receipt, children(receipt, content_info[1])[0])
+    encapsulated = children(receipt, signed_data[2])
+    payload = octets(receipt, children(receipt, encapsulated[1])[0])
+    certificates = []
+    if signed_data[3][0] == 0xa0:
+        certificates = [receipt[c[1]:c[4]] for c in children(receipt, signed_data[3])]
+    fields = {}
+    for item in children(payload, ber(payload, 0)):
+        kind, _, value = children(payload, item)
+        fields[int.from_bytes(payload[kind[2]:kind[3]], 'big')] = octets(payload, value)
+    return certificates, payload, fields.get(3)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit('usage: seeds.py VECTORS_DIR CORPUS_DIR')
+    vectors, corpus = sys.argv[1], sys.argv[2]
+    sys.path.insert(0, vectors)
+    from run_vectors import job  # the job line the acceptance check builds for a case
+    seeds = {t: {} for t in ('cbor', 'authdata', 'asn1', 'certificate', 'receipt', 'attestation', 'assertion', 'job')}
+
+    anchors = json.load(open(os.path.join(vectors, 'trust_anchors.json')))
+    for set_name, roots in anchors.items():
+        for role in ('attestationRoot', 'receiptRoot'):
+            body = re.sub(r'-----[^-]+-----|\s', '', roots[role])
+            for target in ('certificate', 'asn1'):
+                seeds[target][f'{set_name}-{role}'] = base64.b64decode(body)
+
+    for path in sorted(glob.glob(os.path.join(vectors, '*.jsonl'))):
+        for line in open(path):
+            case = json.loads(line)
+            name = case['name']
+            seeds['job'][name] = json.dumps(job(case)).encode()
+            field = 'attestationObject' if case['kind'] == 'attestation' else 'assertion'
+            obj = b64(case.get(field))
+            if obj is None:
+                continue
+            seeds[case['kind']][name] = obj
+            seeds['cbor'][name] = obj
+            try:
+                top, _ = cbor(obj)
+                auth = top['authData'] if case['kind'] == 'attestation' else top['authenticatorData']
+                seeds['authdata'][name] = auth
+                if case['kind'] == 'attestation':
+                    # The COSE key and the extension map after it, read by decodePrefix one after the other.
+                    seeds['cbor'][name + '-cose'] = auth[55 + int.from_bytes(auth[53:55], 'big'):]
+                    for n, der in enumerate(top['attStmt'].get('x5c', [])):
+                        seeds['certificate'][f'{name}-x5c{n}'] = der
+                        seeds['asn1'][f'{name}-x5c{n}'] = der
+                    receipt = top['attStmt'].get('receipt')
+                    seeds['receipt'][name] = seeds['asn1'][name + '-receipt'] = receipt
+                    certificates, payload, attested = receipt_parts(receipt)
+                    seeds['receipt'][name + '-payload'] = payload
+                    seeds['certificate'][name + '-attested'] = attested
+                    for n, der in enumerate(certificates):
+                        seeds['certificate'][f'{name}-cms{n}'] = der
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError, UnicodeDecodeError):
+                pass  # a deliberately broken case: keep what was decoded before the break
+
+    for target, files in seeds.items():
+        directory = os.path.join(corpus, target)
+        os.makedirs(directory, exist_ok=True)
+        written = set()  # many cases share their certificates and receipts: one file per distinct input
+        for name, data in files.items():
+            if isinstance(data, bytes) and data and data not in written:
+                written.add(data)
+                with open(os.path.join(directory, 'seed-' + name), 'wb') as f:
+                    f.write(data)
+        print(f'{target}: {len(written)} seeds')
+
+
+if __name__ == '__main__':
+    main()
