@@ -19,9 +19,12 @@ enum BenchCommand {
         Inputs are Apple's guide sample (real Apple chain and receipt) and a synthetic assertion.
         --json prints one object: {"rawP256VerifyPerSec", "rawP384VerifyPerSec",
         "attestationPerSec": {"coldCache", "warmCache", "warmCacheNoReceipt"}, "assertionPerSec"}.
+
+        attest-worker bench pipeline --help: the worker end to end on the broker and PostgreSQL.
         """
 
     static func run(_ argv: [String]) throws -> Int32 {
+        if argv.first == "pipeline" { return try PipelineBenchmark.command(Array(argv.dropFirst())) }
         var args = Arguments(argv)
         if args.flag("help") {
             print(help)
@@ -37,7 +40,7 @@ enum BenchCommand {
             return value
         } ?? 5
         guard try args.positionals(max: 1) == ["core"] else {
-            throw Arguments.UsageError(description: "bench needs a target: core")
+            throw Arguments.UsageError(description: "bench needs a target: core or pipeline")
         }
         let results = try CoreBenchmark(seconds: seconds).run(rounds: rounds)
         print(json ? results.json.serialized() : results.table)

@@ -10,6 +10,7 @@ let usage = """
       app add|set|list     register apps and their policy
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
       bench core           measure the verification core against raw OpenSSL verify rates
+      bench pipeline       measure the worker end to end on the broker and PostgreSQL (ops/bench)
       help                 show this text
 
     Run `attest-worker <command> --help` for a command's options.

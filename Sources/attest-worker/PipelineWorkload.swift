@@ -1,0 +1,198 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestMint
+import AttestVerifier
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The job stream of `bench pipeline`, minted under a test PKI for one app.
+///
+/// Each device sends one attestation and then nine assertions (10% attestations, 90% assertions); every
+/// other device sends one invalid assertion among its nine (5% of all jobs: half signed by another key,
+/// half replaying the counter already stored). The devices' sequences are merged at random from a window
+/// of active devices, so the mix is the same all along the stream while each device's jobs stay in order.
+struct PipelineWorkload: Sendable {
+    /// One job message, ready to produce but for its receivedAt.
+    struct Message: Sendable {
+        let jobId: String
+        /// The Kafka key: the keyId in base64, as backends key jobs so that a device's jobs stay in order.
+        let key: [UInt8]
+        /// The job's JSON object without its closing brace; `line(receivedAt:)` completes it.
+        let head: [UInt8]
+        let expectedOK: Bool
+
+        /// The job as produced: `head` followed by `"receivedAt"` and the closing brace.
+        func line(receivedAt: String) -> [UInt8] {
+            head + Array(",\"receivedAt\":\"\(receivedAt)\"}".utf8)
+        }
+    }
+
+    /// How an invalid assertion is broken.
+    private enum Fault {
+        /// Signed by another device's key.
+        case otherSigner
+        /// The counter the previous assertion (or the attestation) left, which is not greater.
+        case replayedCounter
+    }
+
+    static let assertionsPerDevice = 9
+    /// How many devices are interleaved at any point of the stream.
+    static let window = 64
+
+    let jobs: [Message]
+    /// The indices into `jobs` of each device's jobs, in order.
+    let devices: [[Int]]
+
+    /// Mints `count` fresh devices' jobs on `threads` threads; jobIds are `<prefix>-<device>-<n>`.
+    static func mint(
+        pki: TestPKI, teamId: String, bundleId: String, devices count: Int, prefix: String, threads: Int
+    ) throws -> PipelineWorkload {
+        let stranger = try Device()
+        let minted = Mutex<(sequences: [[Message]], error: (any Error)?)>(([[Message]](repeating: [], count: count), nil))
+        let next = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            while true {
+                let d = next.add(1, ordering: .relaxed).oldValue
+                guard d < count else { return }
+                do {
+                    let sequence = try mintDevice(
+                        d, pki: pki, teamId: teamId, bundleId: bundleId, prefix: prefix, stranger: stranger)
+                    minted.withLock { $0.sequences[d] = sequence }
+                } catch {
+                    minted.withLock { $0.error = $0.error ?? error }
+                    return
+                }
+            }
+        }
+        let (sequences, error) = minted.withLock { ($0.sequences, $0.error) }
+        if let error { throw error }
+        return interleave(sequences)
+    }
+
+    /// One device's attestation and assertions. Odd devices carry one invalid assertion, at a position
+    /// and of a kind that vary from device to device.
+    private static func mintDevice(
+        _ d: Int, pki: TestPKI, teamId: String, bundleId: String, prefix: String, stranger: Device
+    ) throws -> [Message] {
+        let device = try Device()
+        let keyId = Base64.encode(device.keyId)
+        let invalidAt = d % 2 == 1 ? 1 + (d / 2) % assertionsPerDevice : nil
+        let fault = (d / 2) % 2 == 1 ? Fault.replayedCounter : .otherSigner
+        var sequence = [Message]()
+        func job(_ n: Int, _ members: [(String, JSONValue)], ok: Bool) {
+            let jobId = "\(prefix)-\(d)-\(n)"
+            let object = JSONValue.object([("jobId", .string(jobId))] + members).serialized()
+            sequence.append(
+                Message(jobId: jobId, key: Array(keyId.utf8), head: Array(object.utf8.dropLast()), expectedOK: ok))
+        }
+        let common: [(String, JSONValue)] = [
+            ("teamId", .string(teamId)), ("bundleId", .string(bundleId)), ("keyId", .string(keyId)),
+        ]
+
+        let attestationHash = Digest.sha256.hash(Array("\(prefix)-\(d)-0".utf8))
+        let attestation = try pki.mintAttestation(
+            device: device, teamId: teamId, bundleId: bundleId, clientDataHash: attestationHash, at: Date())
+        job(0, [("kind", .string("attestation"))] + common + [
+            ("attestationObject", .string(Base64.encode(attestation.attestationObject))),
+            ("clientDataHash", .string(Base64.encode(attestationHash))),
+        ], ok: true)
+
+        var counter: UInt32 = 0
+        for n in 1...assertionsPerDevice {
+            let clientDataHash = Digest.sha256.hash(Array("\(prefix)-\(d)-\(n)".utf8))
+            let valid = n != invalidAt
+            let assertion = try device.mintAssertion(
+                teamId: teamId, bundleId: bundleId, clientDataHash: clientDataHash,
+                counter: !valid && fault == .replayedCounter ? counter : counter + 1,
+                options: AssertionOptions(signingDevice: !valid && fault == .otherSigner ? stranger : nil))
+            if valid { counter += 1 }
+            job(n, [("kind", .string("assertion"))] + common + [
+                ("assertion", .string(Base64.encode(assertion.assertion))),
+                ("clientDataHash", .string(Base64.encode(clientDataHash))),
+            ], ok: valid)
+        }
+        return sequence
+    }
+
+    /// Merges the devices' sequences: a random pick among up to `window` devices in progress each time.
+    private static func interleave(_ sequences: [[Message]]) -> PipelineWorkload {
+        var jobs = [Message]()
+        jobs.reserveCapacity(sequences.reduce(0) { $0 + $1.count })
+        var devices = [[Int]](repeating: [], count: sequences.count)
+        var active = [(device: Int, next: Int)]()
+        var started = 0
+        while started < sequences.count || !active.isEmpty {
+            while active.count < window && started < sequences.count {
+                active.append((started, 0))
+                started += 1
+            }
+            let pick = Int.random(in: 0..<active.count)
+            let (device, next) = active[pick]
+            devices[device].append(jobs.count)
+            jobs.append(sequences[device][next])
+            if next + 1 < sequences[device].count {
+                active[pick].next = next + 1
+            } else {
+                active.swapAt(pick, active.count - 1)
+                active.removeLast()
+            }
+        }
+        return PipelineWorkload(jobs: jobs, devices: devices)
+    }
+
+    /// Verifies the jobs of the devices in `range` in this process, as the worker's deciding step does but
+    /// with no broker and no database: parse the line, decide against the device state kept in memory (the
+    /// key an attestation verified, the counter the last accepted assertion left), serialize the verdict.
+    /// The devices are spread over `threads` threads, each device's jobs in order. Returns how many jobs,
+    /// how long it took and how many verdicts disagreed with the expected outcome.
+    func verifyInProcess(
+        _ range: Range<Int>, verifier: JobVerifier, policy: EnvironmentPolicy, threads: Int
+    ) -> (jobs: Int, seconds: Double, unexpected: Int) {
+        let receivedAt = verifier.clock.now().rfc3339
+        let groups = devices[range]
+        let lines = groups.map { $0.map { jobs[$0].line(receivedAt: receivedAt) } }
+        let next = Atomic<Int>(groups.startIndex)
+        let unexpected = Atomic<Int>(0)
+        let start = DispatchTime.now().uptimeNanoseconds
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            while true {
+                let g = next.add(1, ordering: .relaxed).oldValue
+                guard g < groups.endIndex else { return }
+                var device: StoredDevice? = nil
+                for (i, line) in zip(groups[g], lines[g - groups.startIndex]) {
+                    let verdict = Self.decide(line, verifier: verifier, policy: policy, device: &device)
+                    if verdict.ok != jobs[i].expectedOK { unexpected.add(1, ordering: .relaxed) }
+                }
+            }
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return (lines.reduce(0) { $0 + $1.count }, seconds, unexpected.load(ordering: .relaxed))
+    }
+
+    /// One job of the in-process run; `device` is the state this job's key has so far.
+    private static func decide(
+        _ line: [UInt8], verifier: JobVerifier, policy: EnvironmentPolicy, device: inout StoredDevice?
+    ) -> Verdict {
+        guard let json = JSONValue.parse(line), case .success(let job) = Job.parse(json) else {
+            return verifier.rejection(jobId: nil, VerificationFailure(.jobInvalid, .invalidField, "not a job"))
+        }
+        let verdict: Verdict
+        switch job.payload {
+        case .attestation(let request):
+            let (decided, verified) = verifier.decide(request, of: job, policy: policy)
+            if let verified, let key = ECPublicKey(p256Point: verified.publicKey) {
+                device = StoredDevice(publicKey: key, counter: verified.counter)
+            }
+            verdict = decided
+        case .assertion(let request):
+            let (decided, verified) = verifier.decide(request, of: job, device: device)
+            if let verified { device?.counter = verified.counter }
+            verdict = decided
+        }
+        // The worker stores and publishes this text: serializing it is part of deciding.
+        _ = verdict.json.serialized()
+        return verdict
+    }
+}
