@@ -4,7 +4,7 @@ import PostgresClient
 import Worker
 
 /// `attest-worker app add|set|list`: registers apps and their policy (SPEC 5).
-enum AppCommand {
+enum AppCommand: Subcommand {
     static let help = """
         usage: attest-worker app add --team T --bundle B [policy options]
                attest-worker app set --team T --bundle B [policy options]
@@ -20,12 +20,7 @@ enum AppCommand {
         \(DatabaseOptions.help)
         """
 
-    static func run(_ argv: [String]) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("help") {
-            print(help)
-            return 0
-        }
+    static func run(_ args: inout Arguments) throws -> Int32 {
         let json = args.flag("json")
         let team = try args.option("team")
         let bundle = try args.option("bundle")

@@ -7,7 +7,7 @@ import Foundation
 /// `attest-worker bench core`: single-thread rates of the verification core next to the raw OpenSSL ECDSA
 /// verify rates measured in the same run (a precomputed digest, a parsed key and one reused EVP_PKEY_CTX,
 /// as `openssl speed` measures), so the ratios survive a noisy shared machine.
-enum BenchCommand {
+enum BenchCommand: Subcommand {
     static let help = """
         usage: attest-worker bench core [--json] [--seconds N] [--rounds R]
 
@@ -23,13 +23,7 @@ enum BenchCommand {
         attest-worker bench pipeline --help: the worker end to end on the broker and PostgreSQL.
         """
 
-    static func run(_ argv: [String]) throws -> Int32 {
-        if argv.first == "pipeline" { return try PipelineBenchmark.command(Array(argv.dropFirst())) }
-        var args = Arguments(argv)
-        if args.flag("help") {
-            print(help)
-            return 0
-        }
+    static func run(_ args: inout Arguments) throws -> Int32 {
         let json = args.flag("json")
         let seconds = try args.option("seconds").map { text -> Double in
             guard let value = Double(text), value > 0 else { throw Arguments.UsageError(description: "--seconds must be positive") }

@@ -3,7 +3,7 @@ import Worker
 
 /// `attest-worker migrate`: applies the bundled SQL migrations that are missing (the worker also does this
 /// at start unless ATTEST_MIGRATE_AT_START=false).
-enum MigrateCommand {
+enum MigrateCommand: Subcommand {
     static let help = """
         usage: attest-worker migrate [--database-url URL] [--config FILE]
 
@@ -13,12 +13,7 @@ enum MigrateCommand {
         \(DatabaseOptions.help)
         """
 
-    static func run(_ argv: [String]) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("help") {
-            print(help)
-            return 0
-        }
+    static func run(_ args: inout Arguments) throws -> Int32 {
         let connection = try DatabaseOptions.connect(&args)
         _ = try args.positionals(max: 0)
         let applied = try Migrator.migrate(connection, migrations: Migrator.bundled)

@@ -11,7 +11,7 @@ import Worker
 /// `attest-worker bench pipeline`: the worker end to end on a real broker and PostgreSQL (a child
 /// `attest-worker run` from this binary), next to the in-process verification rate of the same jobs
 /// measured in the same run, with every job checked for loss and double decisions.
-struct PipelineBenchmark {
+struct PipelineBenchmark: Subcommand {
     static let help = """
         usage: attest-worker bench pipeline [--json] [--devices N] [--latency-seconds S] [--threads T]
                                             [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
@@ -141,12 +141,7 @@ struct PipelineBenchmark {
     static let teamId = "BENCH12345"
     static let partitions: Int32 = 6
 
-    static func command(_ argv: [String]) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("help") {
-            print(help)
-            return 0
-        }
+    static func run(_ args: inout Arguments) throws -> Int32 {
         let json = args.flag("json")
         let options = try Options(&args)
         _ = try args.positionals(max: 0)

@@ -10,7 +10,7 @@ import Worker
 
 /// `attest-worker run`: the worker service (SPEC 1, 5). Configuration from `--config FILE`/ATTEST_CONFIG and
 /// the environment, validated and printed (secrets redacted) at start.
-enum RunCommand {
+enum RunCommand: Subcommand {
     static let help = """
         usage: attest-worker run [--config FILE]
 
@@ -21,12 +21,7 @@ enum RunCommand {
         SIGTERM or SIGINT stops it in order: polling, buffered jobs, acknowledgements, offsets, producer.
         """
 
-    static func run(_ argv: [String]) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("help") {
-            print(help)
-            return 0
-        }
+    static func run(_ args: inout Arguments) throws -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let file = try args.option("config") ?? environment["ATTEST_CONFIG"]
         _ = try args.positionals(max: 0)

@@ -6,7 +6,7 @@ import Foundation
 
 /// `attest-worker verify [FILE]`: jobs as JSON lines from FILE or stdin, one verdict line per job on stdout,
 /// in order, with no services. Flags give the policy, the clock and the trust anchors.
-enum VerifyCommand {
+enum VerifyCommand: Subcommand {
     static let help = """
         usage: attest-worker verify [FILE] [options]
 
@@ -30,12 +30,7 @@ enum VerifyCommand {
     /// A line longer than this is not read as a job (SPEC 7: messages up to 256 KiB).
     static let maxLineBytes = 256 * 1024
 
-    static func run(_ argv: [String]) throws -> Int32 {
-        var args = Arguments(argv)
-        if args.flag("help") {
-            print(help)
-            return 0
-        }
+    static func run(_ args: inout Arguments) throws -> Int32 {
         let clock: any Clock
         if let text = try args.option("now") {
             guard let instant = Timestamp(rfc3339: text) else {

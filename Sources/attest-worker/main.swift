@@ -21,11 +21,12 @@ let command = arguments.isEmpty ? "help" : arguments.removeFirst()
 let status: Int32
 do {
     switch command {
-    case "run": status = try RunCommand.run(arguments)
-    case "migrate": status = try MigrateCommand.run(arguments)
-    case "app": status = try AppCommand.run(arguments)
-    case "verify": status = try VerifyCommand.run(arguments)
-    case "bench": status = try BenchCommand.run(arguments)
+    case "run": status = try RunCommand.main(arguments)
+    case "migrate": status = try MigrateCommand.main(arguments)
+    case "app": status = try AppCommand.main(arguments)
+    case "verify": status = try VerifyCommand.main(arguments)
+    case "bench" where arguments.first == "pipeline": status = try PipelineBenchmark.main(Array(arguments.dropFirst()))
+    case "bench": status = try BenchCommand.main(arguments)
     case "help", "--help", "-h":
         print(usage)
         status = 0

@@ -1,0 +1,16 @@
+/// One `attest-worker` subcommand: its help text and its body. `main` answers `--help` for all of them.
+protocol Subcommand {
+    static var help: String { get }
+    static func run(_ args: inout Arguments) throws -> Int32
+}
+
+extension Subcommand {
+    static func main(_ argv: [String]) throws -> Int32 {
+        var args = Arguments(argv)
+        if args.flag("help") {
+            print(help)
+            return 0
+        }
+        return try run(&args)
+    }
+}
