@@ -11,6 +11,8 @@ internal import CLibPQ
 public final class PGConnection: @unchecked Sendable {
     /// Freed by `PQfinish` in `deinit` and nowhere else. Internal only for this type's extensions.
     let connection: OpaquePointer
+    /// What `pipeline` has prepared on this session.
+    var prepared = PreparedStatements()
 
     /// Connects, blocking until the server accepted the login or `connectTimeoutSeconds` passed.
     ///

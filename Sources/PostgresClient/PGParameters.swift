@@ -5,7 +5,7 @@ internal import CLibPQ
 /// All values live in one buffer that exists only for the duration of `withPointers`: libpq copies the
 /// parameters into its output buffer before the call returns, so nothing outlives the call.
 struct PGParameters {
-    private var types: [Oid] = []
+    private(set) var types: [Oid] = []
     private var formats: [Int32] = []
     private var lengths: [Int32] = []
     /// Start of each value in `storage`, nil for NULL.

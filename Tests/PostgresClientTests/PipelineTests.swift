@@ -118,4 +118,28 @@ struct PipelineTests {
         #expect(results.allSatisfy { $0.bytes(0, 0) == payload })
         #expect(results.map { $0.int(0, 1) } == (0..<64).map { Int64($0) })
     }
+
+    @Test("repeated statements are prepared once per session and executed by name")
+    func preparedOnce() throws {
+        let db = try TestDatabase.connect()
+        let sql = "SELECT $1::int8 + 1"
+        let first = try db.pipeline((0..<3).map { (sql, [PGValue.int(Int64($0))]) })
+        let second = try db.pipeline([(sql, [.int(41)])])
+        #expect(first.map { $0.int(0, 0) } == [1, 2, 3])
+        #expect(second.first?.int(0, 0) == 42)
+        let statements = try db.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", [.text(sql)])
+        #expect(statements.int(0, 0) == 1)
+    }
+
+    @Test("a statement whose prepare failed is not remembered; NULL and typed parameters prepare apart")
+    func failedPrepareForgotten() throws {
+        let db = try TestDatabase.connect()
+        let table = TestDatabase.uniqueName("prepared_late")
+        let sql = "INSERT INTO \(table) VALUES ($1) RETURNING n"
+        #expect(throws: PGError.self) { try db.pipeline([(sql, [.int(1)])]) }  // the table does not exist yet
+        try db.execute("CREATE TEMP TABLE \(table) (n bigint)")
+        let rows = try db.pipeline([(sql, [.int(1)]), (sql, [.null]), (sql, [.int(2)])])
+        #expect(rows.map { $0.int(0, 0) } == [1, nil, 2])
+        #expect(db.isHealthy)
+    }
 }
