@@ -46,7 +46,7 @@ enum RunCommand: Subcommand {
         }
 
         // Outages are retried for as long as they last (nothing is acknowledged meanwhile), and logged.
-        let connection = PGReconnectingConnection(conninfo: configuration.databaseURL) { error, attempt, wait in
+        let onRetry: @Sendable (PGError, Int, Duration) -> Void = { error, attempt, wait in
             metrics.readiness.markNotReady("postgres", reason: "unreachable")
             if attempt == 1 || attempt % 10 == 0 {
                 logger.warning("database unavailable; retrying", [
@@ -55,6 +55,7 @@ enum RunCommand: Subcommand {
                 ])
             }
         }
+        let connection = PGReconnectingConnection(conninfo: configuration.databaseURL, onRetry: onRetry)
         let migrations = try Migrator.bundled
         if configuration.migrateAtStart {
             let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
@@ -77,14 +78,21 @@ enum RunCommand: Subcommand {
             trust: trust, clock: SystemClock(),
             timeBounds: JobVerifier.TimeBounds(
                 maxAgeSeconds: configuration.maxJobAgeSeconds, maxFutureSkewSeconds: configuration.maxFutureSkewSeconds))
-        let processor = BatchProcessor(
-            verifier: verifier, store: AttestStore(connection: connection), devices: DeviceCache(),
+        // One processor per batch lane, each with its own connection, sharing the device cache: the cache
+        // is only a hint, and lanes race for a device only as separate workers would.
+        let devices = DeviceCache()
+        var processors = [BatchProcessor(
+            verifier: verifier, store: AttestStore(connection: connection), devices: devices,
             settings: BatchProcessor.Settings(
                 verdictsTopic: configuration.verdictsTopic, deadLetterTopic: configuration.deadLetterTopic,
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
                 threads: configuration.workers),
-            metrics: metrics)
+            metrics: metrics)]
+        for _ in 1..<configuration.batchLanes {
+            let laneConnection = PGReconnectingConnection(conninfo: configuration.databaseURL, onRetry: onRetry)
+            processors.append(processors[0].sharing(store: AttestStore(connection: laneConnection)))
+        }
         let base = ["bootstrap.servers": configuration.kafkaBrokers]
         let consumerProperties = base.merging([
             "group.id": configuration.consumerGroup, "auto.offset.reset": "earliest", "enable.auto.commit": "true",
@@ -98,7 +106,7 @@ enum RunCommand: Subcommand {
                 producerProperties: producerProperties, batchSize: configuration.batchSize,
                 maxBufferedMessages: configuration.maxBufferedMessages,
                 shutdownTimeoutSeconds: configuration.shutdownTimeoutSeconds),
-            processor: processor, logger: logger, metrics: metrics)
+            processors: processors, logger: logger, metrics: metrics)
 
         let signals = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)

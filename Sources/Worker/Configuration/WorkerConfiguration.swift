@@ -26,6 +26,9 @@ public struct WorkerConfiguration: Sendable {
     public var workers: Int
     /// Jobs decided and stored together (one database round trip per batch).
     public var batchSize: Int
+    /// Batch threads, each with its own database connection and its own share of the partitions, so one
+    /// batch is stored while the next is decided.
+    public var batchLanes: Int
     /// Messages buffered ahead of the batch loop before partitions are paused.
     public var maxBufferedMessages: Int
     public var migrateAtStart: Bool
@@ -53,6 +56,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_MAX_MESSAGE_BYTES", "262144", false),
         ("ATTEST_WORKERS", "0", false),
         ("ATTEST_BATCH_SIZE", "512", false),
+        ("ATTEST_BATCH_LANES", "2", false),
         ("ATTEST_MAX_BUFFERED_MESSAGES", "8192", false),
         ("ATTEST_MIGRATE_AT_START", "true", false),
         ("ATTEST_ADMIT_UNKNOWN_APPS", "false", false),
@@ -120,6 +124,7 @@ public struct WorkerConfiguration: Sendable {
             maxMessageBytes: reader.integer("ATTEST_MAX_MESSAGE_BYTES", min: 1024),
             workers: { let n = reader.integer("ATTEST_WORKERS", min: 0); return n == 0 ? ProcessInfo.processInfo.activeProcessorCount : n }(),
             batchSize: reader.integer("ATTEST_BATCH_SIZE", min: 1),
+            batchLanes: reader.integer("ATTEST_BATCH_LANES", min: 1),
             maxBufferedMessages: reader.integer("ATTEST_MAX_BUFFERED_MESSAGES", min: 1),
             migrateAtStart: reader.boolean("ATTEST_MIGRATE_AT_START"),
             admitUnknownApps: reader.boolean("ATTEST_ADMIT_UNKNOWN_APPS"),

@@ -61,6 +61,12 @@ public final class BatchProcessor: Sendable {
         self.metrics = metrics
     }
 
+    /// Another processor like this one (same verifier, device cache, settings and metrics) storing through
+    /// `store`: one per batch lane, since a connection serves one thread at a time.
+    public func sharing(store: any DecisionStore) -> BatchProcessor {
+        BatchProcessor(verifier: verifier, store: store, devices: devices, settings: settings, metrics: metrics)
+    }
+
     /// One consumed message on its way to being published.
     struct Item: Sendable {
         let message: KafkaMessage

@@ -5,10 +5,15 @@ import KafkaClient
 import Observability
 import PostgresClient
 
-/// The running worker: a dedicated Kafka poll thread feeding a bounded buffer, a batch thread that decides
-/// and stores (`BatchProcessor`), an idempotent producer publishing verdicts, and per-partition offset
+/// The running worker: a dedicated Kafka poll thread feeding bounded buffers, batch threads that decide
+/// and store (`BatchProcessor`), an idempotent producer publishing verdicts, and per-partition offset
 /// tracking that stores only the finished prefix: nothing is acknowledged before its verdict is in
 /// PostgreSQL and its publication is acknowledged by the broker.
+///
+/// Each batch thread (lane) owns a processor with its own database connection and serves a fixed share of
+/// the partitions, so while one lane waits for PostgreSQL to store its batch another decides: a key's jobs
+/// stay in one partition, hence in one lane and in order, and lanes race only as separate workers would,
+/// which the store's compare-and-set already settles.
 ///
 /// Shared state lives behind one condition lock; Kafka calls happen outside it.
 public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
@@ -36,7 +41,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     }
 
     private let settings: Settings
-    private let processor: BatchProcessor
+    private let processors: [BatchProcessor]
     private let logger: Logger
     private let metrics: WorkerMetrics
     private let producer: KafkaProducer
@@ -44,8 +49,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     // Guarded by `condition`.
     private let condition = NSCondition()
-    private var buffer: [KafkaMessage] = []
-    private var bufferStart = 0
+    /// Per lane: messages not yet taken, from `bufferStarts[lane]` on.
+    private var buffers: [[KafkaMessage]]
+    private var bufferStarts: [Int]
     private var tracker = OffsetTracker()
     private var inBatch: [TopicPartition: Int] = [:]
     private var assigned: Set<TopicPartition> = []
@@ -54,12 +60,16 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private var pauseNewlyAssigned = false
     private var stopping = false
     private var pollStopped = false
-    private var batchStopped = false
+    private var lanesRunning = 0
     private var unacknowledged = 0
 
-    public init(settings: Settings, processor: BatchProcessor, logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
+    /// - Parameter processors: one per lane, each with its own store connection.
+    public init(settings: Settings, processors: [BatchProcessor], logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
+        precondition(!processors.isEmpty, "at least one batch processor")
         self.settings = settings
-        self.processor = processor
+        self.processors = processors
+        buffers = Array(repeating: [], count: processors.count)
+        bufferStarts = Array(repeating: 0, count: processors.count)
         self.logger = logger
         self.metrics = metrics
         producer = try KafkaProducer(properties: settings.producerProperties) { error in
@@ -87,10 +97,13 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         }
         let pollThread = Thread { [self] in pollLoop() }
         pollThread.name = "kafka-poll"
-        let batchThread = Thread { [self] in batchLoop() }
-        batchThread.name = "batch"
+        lanesRunning = processors.count
         pollThread.start()
-        batchThread.start()
+        for lane in processors.indices {
+            let batchThread = Thread { [self] in batchLoop(lane: lane) }
+            batchThread.name = "batch-\(lane)"
+            batchThread.start()
+        }
         logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
 
         condition.lock()
@@ -99,7 +112,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         let deadline = Date().addingTimeInterval(settings.shutdownTimeoutSeconds)
         startWatchdog(deadline: deadline)
         condition.lock()
-        while !(pollStopped && batchStopped && unacknowledged == 0) { condition.wait(until: deadline) }
+        while !(pollStopped && lanesRunning == 0 && unacknowledged == 0) { _ = condition.wait(until: deadline) }
         let offsets = tracker.takeCommittable()
         condition.unlock()
         store(offsets)
@@ -150,7 +163,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             condition.lock()
             for message in messages where !revoking.contains(message.topicPartition) {
                 tracker.received(message.topicPartition, offset: message.offset)
-                buffer.append(message)
+                buffers[lane(of: message.topicPartition)].append(message)
             }
             var pauseNow: [TopicPartition] = []
             if !paused && buffered + inBatch.values.reduce(0, +) >= settings.maxBufferedMessages {
@@ -170,41 +183,45 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         condition.unlock()
     }
 
-    private var buffered: Int { buffer.count - bufferStart }
+    private var buffered: Int { zip(buffers, bufferStarts).reduce(0) { $0 + $1.0.count - $1.1 } }
 
-    // MARK: Batch thread
+    /// The lane serving a partition: fixed while the process runs, so a partition's jobs stay in order.
+    private func lane(of partition: TopicPartition) -> Int { Int(partition.partition.magnitude) % processors.count }
 
-    private func batchLoop() {
-        while let batch = nextBatch() {
+    // MARK: Batch threads
+
+    private func batchLoop(lane: Int) {
+        while let batch = nextBatch(lane: lane) {
             metrics.batchSize.observe(Double(batch.count))
             let started = ContinuousClock.now
-            let outbound = processWithRetries(batch)
+            let outbound = processWithRetries(batch, processors[lane])
             metrics.batchSeconds.observe(ContinuousClock.now - started)
             for out in outbound { publish(out) }
         }
         condition.lock()
-        batchStopped = true
+        lanesRunning -= 1
         condition.broadcast()
         condition.unlock()
     }
 
-    /// Up to `batchSize` buffered messages; nil once stopping and drained. Resumes paused partitions once
-    /// the buffer is half empty (outside the lock: the consumer's calls are thread-safe).
-    private func nextBatch() -> [KafkaMessage]? {
+    /// Up to `batchSize` of the lane's buffered messages; nil once stopping and drained. Resumes paused
+    /// partitions once the buffers are half empty (outside the lock: the consumer's calls are thread-safe).
+    private func nextBatch(lane: Int) -> [KafkaMessage]? {
         var resume: [TopicPartition] = []
         defer { if !resume.isEmpty { consumer.resume(resume) } }
         condition.lock()
         defer { condition.unlock() }
-        while buffered == 0 {
+        while buffers[lane].count == bufferStarts[lane] {
             if stopping && pollStopped { return nil }
             condition.wait()
         }
-        let end = min(buffer.count, bufferStart + settings.batchSize)
-        let batch = Array(buffer[bufferStart..<end])
-        bufferStart = end
-        if bufferStart > 4096 && bufferStart * 2 > buffer.count {
-            buffer.removeFirst(bufferStart)
-            bufferStart = 0
+        let start = bufferStarts[lane]
+        let end = min(buffers[lane].count, start + settings.batchSize)
+        let batch = Array(buffers[lane][start..<end])
+        bufferStarts[lane] = end
+        if end > 4096 && end * 2 > buffers[lane].count {
+            buffers[lane].removeFirst(end)
+            bufferStarts[lane] = 0
         }
         for message in batch { inBatch[message.topicPartition, default: 0] += 1 }
         unacknowledged += batch.count
@@ -218,7 +235,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// Connection loss is retried inside the store; other database errors (a value PostgreSQL refuses)
     /// are isolated by deciding the messages one by one, and a message that still cannot be stored becomes
     /// a dead letter, so one bad job never stops a partition.
-    private func processWithRetries(_ batch: [KafkaMessage]) -> [Outbound] {
+    private func processWithRetries(_ batch: [KafkaMessage], _ processor: BatchProcessor) -> [Outbound] {
         do {
             let outbound = try processor.process(batch)
             metrics.readiness.markReady("postgres")
@@ -308,11 +325,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         let deadline = Date().addingTimeInterval(settings.revokeTimeoutSeconds)
         condition.lock()
         revoking.formUnion(set)
-        let kept = buffer[bufferStart...].filter { !set.contains($0.topicPartition) }
-        buffer = Array(kept)
-        bufferStart = 0
+        for lane in buffers.indices {
+            buffers[lane] = buffers[lane][bufferStarts[lane]...].filter { !set.contains($0.topicPartition) }
+            bufferStarts[lane] = 0
+        }
         while partitions.contains(where: { (inBatch[$0] ?? 0) > 0 }), Date() < deadline {
-            condition.wait(until: deadline)
+            _ = condition.wait(until: deadline)
         }
         let drained = !partitions.contains(where: { (inBatch[$0] ?? 0) > 0 })
         let offsets = tracker.takeCommittable()
