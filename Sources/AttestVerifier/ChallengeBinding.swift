@@ -9,7 +9,9 @@ import AttestCrypto
 /// given, the hash must be the challenge's SHA-256.
 public enum ChallengeBinding {
     public static func attestationBinds(clientDataHash: [UInt8], challenge: String) -> Bool {
-        candidates(challenge).contains { $0 == clientDataHash || Digest.sha256.hash($0) == clientDataHash }
+        candidates(challenge).contains {
+            ConstantTime.equal($0, clientDataHash) || ConstantTime.equal(Digest.sha256.hash($0), clientDataHash)
+        }
     }
 
     public static func assertionBinds(clientData: [UInt8], challenge: String) -> Bool {
@@ -17,7 +19,7 @@ public enum ChallengeBinding {
     }
 
     public static func assertionBinds(clientDataHash: [UInt8], challenge: String) -> Bool {
-        candidates(challenge).contains { Digest.sha256.hash($0) == clientDataHash }
+        candidates(challenge).contains { ConstantTime.equal(Digest.sha256.hash($0), clientDataHash) }
     }
 
     /// The challenge's UTF-8 bytes, and its decoded bytes when it is base64.

@@ -77,7 +77,7 @@ public struct AssertionVerifier: Sendable {
             return .failure(VerificationFailure(.assertionInvalid, .signatureInvalid, "signature does not verify"))
         }
         // Step 5: the App ID.
-        guard authenticatorData.rpIdHash.elementsEqual(Digest.sha256.hash(Array(request.appId.utf8))) else {
+        guard ConstantTime.equal(authenticatorData.rpIdHash, Digest.sha256.hash(Array(request.appId.utf8))) else {
             return .failure(VerificationFailure(.assertionInvalid, .rpIdMismatch, "rpIdHash is not SHA-256 of the App ID"))
         }
         // Step 6: the counter moves forward.

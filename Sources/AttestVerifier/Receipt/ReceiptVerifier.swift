@@ -52,7 +52,7 @@ public struct ReceiptVerifier: Sendable {
             guard let contentType = signed.signer.signedAttribute(.contentTypeAttribute),
                 contentType == [0x06, UInt8(OID.data.encoded.count)] + OID.data.encoded,
                 let digest = signed.signer.signedAttribute(.messageDigestAttribute),
-                digest == [0x04, 32] + Digest.sha256.hash(signed.content)
+                ConstantTime.equal(digest, [0x04, 32] + Digest.sha256.hash(signed.content))
             else { return .failure(ReceiptFailure("signed attributes do not bind the content")) }
             signedBytes = attributes
         } else {
