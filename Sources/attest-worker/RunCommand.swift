@@ -39,8 +39,12 @@ enum RunCommand: Subcommand {
         try http.start()
         logger.info("http listening", [("port", .int(Int64(http.port ?? 0)))])
 
-        let trust = try TrustOptions.load(attestation: configuration.trustAnchorsPath, receipt: configuration.receiptTrustAnchorsPath)
-        if !trust.isApple { logger.warning("trust anchors replaced: not for production", []) }
+        let trust = try TrustOptions.load(
+            attestation: configuration.trustAnchorsPath, receipt: configuration.receiptTrustAnchorsPath,
+            names: ("ATTEST_TRUST_ANCHORS", "ATTEST_RECEIPT_TRUST_ANCHORS")
+        ) {
+            logger.warning("trust anchor replaced: not for production", [("detail", .string($0))])
+        }
         if configuration.admitUnknownApps {
             logger.warning("unknown apps are admitted with the default policy", [("environments", .string(configuration.defaultEnvironments))])
         }
