@@ -39,4 +39,18 @@ import Testing
                 && error.message.contains("no.such.property") && !error.isRetriable
         }
     }
+
+    /// Deployments secure the broker connection with librdkafka's own settings through
+    /// ATTEST_KAFKA_PROPERTIES: the bundled build must accept TLS and SASL (SCRAM needs OpenSSL).
+    @Test(arguments: [
+        ["security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "https"],
+        ["security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "worker", "sasl.password": "secret"],
+        ["security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN", "sasl.username": "worker", "sasl.password": "secret"],
+    ])
+    func tlsAndSaslSettingsPassThrough(_ security: [String: String]) throws {
+        let properties = try KafkaProperties.parse(security.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
+        let producer = try KafkaProducer(properties: properties.merging(["bootstrap.servers": "127.0.0.1:1"]) { a, _ in a })
+        producer.close(timeoutMs: 0)
+    }
 }
+

@@ -84,4 +84,15 @@ struct ErrorTests {
         #expect(error?.sqlState == nil)
         #expect(error.map { String(reflecting: $0) }?.contains("s3cret") == false)
     }
+
+    /// `sslmode` and the other libpq TLS settings travel in ATTEST_DATABASE_URL untouched: the test server
+    /// has no TLS, so `require` must fail to connect and `disable` must not.
+    @Test func sslmodeFromTheConnectionStringReachesLibpq() throws {
+        let base = try TestDatabase.conninfo()
+        let separator = base.contains("?") ? "&" : "?"
+        let error = #expect(throws: PGError.self) { try PGConnection(conninfo: base + separator + "sslmode=require") }
+        #expect(error?.code == .connectionFailed)
+        #expect(try PGConnection(conninfo: base + separator + "sslmode=disable").isHealthy)
+    }
 }
+
