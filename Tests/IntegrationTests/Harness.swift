@@ -25,20 +25,26 @@ enum Jobs {
         return (attestation, receipt)
     }()
 
-    static func now() -> String { Timestamp(microseconds: Int64(Date().timeIntervalSince1970 * 1_000_000)).rfc3339 }
+    static func timestamp(_ date: Date) -> String { Timestamp(microseconds: Int64(date.timeIntervalSince1970 * 1_000_000)).rfc3339 }
 
-    static func attestation(_ device: Device, bundleId: String, jobId: String) -> [UInt8] {
+    /// An attestation job minted at `receivedAt` (the leaf is valid then), bound to SHA-256 of the jobId.
+    static func attestation(
+        _ device: Device, bundleId: String, jobId: String, receivedAt: Date = Date(), options: AttestationOptions = AttestationOptions()
+    ) -> [UInt8] {
         let cdh = Digest.sha256.hash(Array(jobId.utf8))
-        let minted = try! pki.mintAttestation(device: device, teamId: teamId, bundleId: bundleId, clientDataHash: cdh, at: Date())
+        let minted = try! pki.mintAttestation(
+            device: device, teamId: teamId, bundleId: bundleId, clientDataHash: cdh, at: receivedAt, options: options)
         return json([
             ("jobId", .string(jobId)), ("kind", .string("attestation")), ("teamId", .string(teamId)),
             ("bundleId", .string(bundleId)), ("keyId", .string(Base64.encode(device.keyId))),
             ("attestationObject", .string(Base64.encode(minted.attestationObject))),
-            ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string(now())),
+            ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string(timestamp(receivedAt))),
         ])
     }
 
-    static func assertion(_ device: Device, bundleId: String, jobId: String, counter: UInt32, signer: Device? = nil) -> [UInt8] {
+    static func assertion(
+        _ device: Device, bundleId: String, jobId: String, counter: UInt32, signer: Device? = nil, receivedAt: Date = Date()
+    ) -> [UInt8] {
         let cdh = Digest.sha256.hash(Array(jobId.utf8))
         let minted = try! device.mintAssertion(
             teamId: teamId, bundleId: bundleId, clientDataHash: cdh, counter: counter,
@@ -47,7 +53,7 @@ enum Jobs {
             ("jobId", .string(jobId)), ("kind", .string("assertion")), ("teamId", .string(teamId)),
             ("bundleId", .string(bundleId)), ("keyId", .string(Base64.encode(device.keyId))),
             ("assertion", .string(Base64.encode(minted.assertion))), ("clientDataHash", .string(Base64.encode(cdh))),
-            ("receivedAt", .string(now())),
+            ("receivedAt", .string(timestamp(receivedAt))),
         ])
     }
 
@@ -58,6 +64,35 @@ enum Jobs {
         for arguments in [["migrate"], ["app", "add", "--team", teamId, "--bundle", bundleId, "--environments", "any"]] {
             let status = try Stack.run(Stack.binary, arguments)
             try #require(status == 0, "attest-worker \(arguments.joined(separator: " ")) failed")
+        }
+    }
+}
+
+/// A stream over `devices` devices: each attests, then signs `assertions` assertions in order.
+struct JobStream {
+    var bundleId: String
+    var devices: [Device]
+    var messages: [(key: [UInt8]?, value: [UInt8])] = []
+    /// jobId → expected (ok, reason) and the device it belongs to.
+    var expected: [String: (ok: Bool, reason: String?)] = [:]
+    var order: [String: [String]] = [:]
+
+    init(devices count: Int, assertions: Int, badSignatureEvery: Int = 0) throws {
+        bundleId = "com.example.itest.\(UUID().uuidString.prefix(8).lowercased())"
+        devices = try (0..<count).map { _ in try Device() }
+        for (d, device) in devices.enumerated() {
+            let key = Array(Base64.encode(device.keyId).utf8)
+            let attestation = "att-\(bundleId)-\(d)"
+            messages.append((key, Jobs.attestation(device, bundleId: bundleId, jobId: attestation)))
+            expected[attestation] = (true, nil)
+            order[Base64.encode(device.keyId), default: []].append(attestation)
+            for n in 1...max(assertions, 1) where assertions > 0 {
+                let jobId = "asr-\(bundleId)-\(d)-\(n)"
+                let bad = badSignatureEvery > 0 && n % badSignatureEvery == 0
+                messages.append((key, Jobs.assertion(device, bundleId: bundleId, jobId: jobId, counter: UInt32(n), signer: bad ? devices[(d + 1) % count] : nil)))
+                expected[jobId] = bad ? (false, "signature_invalid") : (true, nil)
+                order[Base64.encode(device.keyId), default: []].append(jobId)
+            }
         }
     }
 }

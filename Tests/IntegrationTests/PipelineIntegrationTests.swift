@@ -6,145 +6,118 @@ import KafkaClient
 import PostgresClient
 import Testing
 
-/// The worker against the real broker and PostgreSQL of `ops/stack` (issue 3's guarantees). Each test uses
-/// its own topics, consumer group and app, so they cannot see each other's messages.
-@Suite(.serialized) struct PipelineIntegrationTests {
-    /// A stream over `devices` devices: each attests, then signs `assertions` assertions in order.
-    struct Stream {
-        var bundleId: String
-        var devices: [Device]
-        var messages: [(key: [UInt8]?, value: [UInt8])] = []
-        /// jobId → expected (ok, reason) and the device it belongs to.
-        var expected: [String: (ok: Bool, reason: String?)] = [:]
-        var order: [String: [String]] = [:]
+extension LiveStack {
+    /// The worker against the real broker and PostgreSQL of `ops/stack` (issue 3's guarantees). Each test uses
+    /// its own topics, consumer group and app, so they cannot see each other's messages.
+    @Suite struct PipelineIntegrationTests {
+        @Test func mixedStreamGetsCorrectVerdictsInKeyOrderAndAPoisonMessageIsDeadLettered() throws {
+            let topics = try Stack.topics("mixed")
+            var stream = try JobStream(devices: 12, assertions: 6, badSignatureEvery: 4)
+            try Jobs.registerApp(stream.bundleId)
+            let poison: [UInt8] = Array("not a job \u{1}".utf8)
+            stream.messages.insert((nil, poison), at: 3)
+            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
+            try produce(topics.jobs, stream.messages)
 
-        init(devices count: Int, assertions: Int, badSignatureEvery: Int = 0) throws {
-            bundleId = "com.example.itest.\(UUID().uuidString.prefix(8).lowercased())"
-            devices = try (0..<count).map { _ in try Device() }
-            for (d, device) in devices.enumerated() {
-                let key = Array(Base64.encode(device.keyId).utf8)
-                let attestation = "att-\(bundleId)-\(d)"
-                messages.append((key, Jobs.attestation(device, bundleId: bundleId, jobId: attestation)))
-                expected[attestation] = (true, nil)
-                order[Base64.encode(device.keyId), default: []].append(attestation)
-                for n in 1...max(assertions, 1) where assertions > 0 {
-                    let jobId = "asr-\(bundleId)-\(d)-\(n)"
-                    let bad = badSignatureEvery > 0 && n % badSignatureEvery == 0
-                    messages.append((key, Jobs.assertion(device, bundleId: bundleId, jobId: jobId, counter: UInt32(n), signer: bad ? devices[(d + 1) % count] : nil)))
-                    expected[jobId] = bad ? (false, "signature_invalid") : (true, nil)
-                    order[Base64.encode(device.keyId), default: []].append(jobId)
-                }
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
+            let byJob = verdicts.verdictsByJob
+            for (jobId, expectation) in stream.expected {
+                let copies = try #require(byJob[jobId], "no verdict for \(jobId)")
+                #expect(Set(copies).count == 1, "\(jobId) decided differently")
+                let verdict = JSONValue.parse(Array(copies[0].utf8))!
+                #expect(verdict["ok"] == .bool(expectation.ok), "\(jobId): \(copies[0])")
+                if let reason = expectation.reason { #expect(verdict["reason"] == .string(reason)) }
             }
+            // Per key, verdicts come out in job order (one key, one partition, published in order).
+            for (key, jobIds) in stream.order {
+                let keyed = verdicts.messages.filter { $0.key == Array(key.utf8) }
+                let seen = keyed.compactMap { m in m.headers.first { $0.name == "jobId" }.map { String(decoding: $0.value, as: UTF8.self) } }
+                #expect(seen.filter { jobIds.contains($0) }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } } == jobIds)
+            }
+            let dead = try TopicReader(topic: topics.deadLetters)
+            #expect(dead.read(seconds: 20) { !$0.isEmpty })
+            let letter = try #require(dead.messages.first.flatMap { JSONValue.parse($0.value) })
+            #expect(letter["valueBase64"] == .string(Base64.encode(poison)))
+            #expect(letter["reason"] == .string("job_invalid"))
+
+            // The HTTP surface: alive, ready, and /metrics counts what was decided.
+            #expect(try worker.get("/healthz").status == 200)
+            #expect(try worker.get("/readyz").status == 200)
+            let metrics = try worker.get("/metrics").body
+            let decided = metrics.split(separator: "\n").filter { $0.hasPrefix("attest_verdicts_total{") }
+                .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            #expect(decided == Double(stream.expected.count), "\(metrics)")
+            #expect(metrics.contains("attest_dead_letters_total{reason=\"job_invalid\"} 1"))
+
+            try validate(verdicts.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "verdict")
+            try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
+            try validate(stream.messages.filter { $0.key != nil }.map { String(decoding: $0.value, as: UTF8.self) }.filter { $0.contains("\"attestation\"") }, schema: "attestation-job")
+            try validate(stream.messages.filter { $0.key != nil }.map { String(decoding: $0.value, as: UTF8.self) }.filter { $0.contains("\"assertion\"") }, schema: "assertion-job")
+            worker.kill(SIGTERM)
+            #expect(worker.wait(seconds: 30), "worker did not stop on SIGTERM")
+            #expect(worker.process.terminationStatus == 0)
         }
-    }
 
-    @Test func mixedStreamGetsCorrectVerdictsInKeyOrderAndAPoisonMessageIsDeadLettered() throws {
-        let topics = try Stack.topics("mixed")
-        var stream = try Stream(devices: 12, assertions: 6, badSignatureEvery: 4)
-        try Jobs.registerApp(stream.bundleId)
-        let poison: [UInt8] = Array("not a job \u{1}".utf8)
-        stream.messages.insert((nil, poison), at: 3)
-        let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
-        try produce(topics.jobs, stream.messages)
-
-        let verdicts = try TopicReader(topic: topics.verdicts)
-        #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-        let byJob = verdicts.verdictsByJob
-        for (jobId, expectation) in stream.expected {
-            let copies = try #require(byJob[jobId], "no verdict for \(jobId)")
-            #expect(Set(copies).count == 1, "\(jobId) decided differently")
-            let verdict = JSONValue.parse(Array(copies[0].utf8))!
-            #expect(verdict["ok"] == .bool(expectation.ok), "\(jobId): \(copies[0])")
-            if let reason = expectation.reason { #expect(verdict["reason"] == .string(reason)) }
+        @Test func aWorkerKilledMidStreamAndRestartedLeavesEveryJobDecidedOnce() throws {
+            let topics = try Stack.topics("kill")
+            let stream = try JobStream(devices: 20, assertions: 25)
+            try Jobs.registerApp(stream.bundleId)
+            let group = "g-\(UUID().uuidString)"
+            var worker = try WorkerProcess(topics: topics, group: group, extra: ["ATTEST_BATCH_SIZE": "32"])
+            try produce(topics.jobs, stream.messages)
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            #expect(verdicts.read(seconds: 60) { $0.count >= stream.expected.count / 3 })
+            worker.kill(SIGKILL)
+            worker.wait(seconds: 10)
+            worker = try WorkerProcess(topics: topics, group: group)
+            #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
+            for (jobId, copies) in verdicts.verdictsByJob where stream.expected[jobId] != nil {
+                #expect(Set(copies).count == 1, "\(jobId) published with different verdicts")
+                #expect(JSONValue.parse(Array(copies[0].utf8))?["ok"] == .bool(true), "\(jobId): \(copies[0])")
+            }
+            let connection = try PGConnection(conninfo: try Stack.databaseURL)
+            let rows = try connection.execute("SELECT count(*) FROM verdicts WHERE team_id = $1 AND bundle_id = $2", [.text(Jobs.teamId), .text(stream.bundleId)])
+            #expect(rows.int(0, 0) == Int64(stream.expected.count))
+            let counters = try connection.execute("SELECT min(counter), max(counter) FROM devices WHERE bundle_id = $1", [.text(stream.bundleId)])
+            #expect(counters.int(0, 0) == 25 && counters.int(0, 1) == 25, "a counter is not at the last assertion")
         }
-        // Per key, verdicts come out in job order (one key, one partition, published in order).
-        for (key, jobIds) in stream.order {
-            let keyed = verdicts.messages.filter { $0.key == Array(key.utf8) }
-            let seen = keyed.compactMap { m in m.headers.first { $0.name == "jobId" }.map { String(decoding: $0.value, as: UTF8.self) } }
-            #expect(seen.filter { jobIds.contains($0) }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } } == jobIds)
+
+        @Test func twoWorkersInOneGroupSharePartitionsAndDecideEachJobOnce() throws {
+            let topics = try Stack.topics("two")
+            let stream = try JobStream(devices: 40, assertions: 5)
+            try Jobs.registerApp(stream.bundleId)
+            let group = "g-\(UUID().uuidString)"
+            let first = try WorkerProcess(topics: topics, group: group)
+            let second = try WorkerProcess(topics: topics, group: group)
+            try produce(topics.jobs, stream.messages)
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count })
+            for (_, copies) in verdicts.verdictsByJob { #expect(Set(copies).count == 1) }
+            #expect(first.log.contains("partitions assigned") && second.log.contains("partitions assigned"))
+            let connection = try PGConnection(conninfo: try Stack.databaseURL)
+            let rows = try connection.execute("SELECT count(*) FROM verdicts WHERE bundle_id = $1", [.text(stream.bundleId)])
+            #expect(rows.int(0, 0) == Int64(stream.expected.count))
         }
-        let dead = try TopicReader(topic: topics.deadLetters)
-        #expect(dead.read(seconds: 20) { !$0.isEmpty })
-        let letter = try #require(dead.messages.first.flatMap { JSONValue.parse($0.value) })
-        #expect(letter["valueBase64"] == .string(Base64.encode(poison)))
-        #expect(letter["reason"] == .string("job_invalid"))
 
-        // The HTTP surface: alive, ready, and /metrics counts what was decided.
-        #expect(try worker.get("/healthz").status == 200)
-        #expect(try worker.get("/readyz").status == 200)
-        let metrics = try worker.get("/metrics").body
-        let decided = metrics.split(separator: "\n").filter { $0.hasPrefix("attest_verdicts_total{") }
-            .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
-        #expect(decided == Double(stream.expected.count), "\(metrics)")
-        #expect(metrics.contains("attest_dead_letters_total{reason=\"job_invalid\"} 1"))
-
-        try validate(verdicts.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "verdict")
-        try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
-        try validate(stream.messages.filter { $0.key != nil }.map { String(decoding: $0.value, as: UTF8.self) }.filter { $0.contains("\"attestation\"") }, schema: "attestation-job")
-        try validate(stream.messages.filter { $0.key != nil }.map { String(decoding: $0.value, as: UTF8.self) }.filter { $0.contains("\"assertion\"") }, schema: "assertion-job")
-        worker.kill(SIGTERM)
-        #expect(worker.wait(seconds: 30), "worker did not stop on SIGTERM")
-        #expect(worker.process.terminationStatus == 0)
-    }
-
-    @Test func aWorkerKilledMidStreamAndRestartedLeavesEveryJobDecidedOnce() throws {
-        let topics = try Stack.topics("kill")
-        let stream = try Stream(devices: 20, assertions: 25)
-        try Jobs.registerApp(stream.bundleId)
-        let group = "g-\(UUID().uuidString)"
-        var worker = try WorkerProcess(topics: topics, group: group, extra: ["ATTEST_BATCH_SIZE": "32"])
-        try produce(topics.jobs, stream.messages)
-        let verdicts = try TopicReader(topic: topics.verdicts)
-        #expect(verdicts.read(seconds: 60) { $0.count >= stream.expected.count / 3 })
-        worker.kill(SIGKILL)
-        worker.wait(seconds: 10)
-        worker = try WorkerProcess(topics: topics, group: group)
-        #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-        for (jobId, copies) in verdicts.verdictsByJob where stream.expected[jobId] != nil {
-            #expect(Set(copies).count == 1, "\(jobId) published with different verdicts")
-            #expect(JSONValue.parse(Array(copies[0].utf8))?["ok"] == .bool(true), "\(jobId): \(copies[0])")
-        }
-        let connection = try PGConnection(conninfo: try Stack.databaseURL)
-        let rows = try connection.execute("SELECT count(*) FROM verdicts WHERE team_id = $1 AND bundle_id = $2", [.text(Jobs.teamId), .text(stream.bundleId)])
-        #expect(rows.int(0, 0) == Int64(stream.expected.count))
-        let counters = try connection.execute("SELECT min(counter), max(counter) FROM devices WHERE bundle_id = $1", [.text(stream.bundleId)])
-        #expect(counters.int(0, 0) == 25 && counters.int(0, 1) == 25, "a counter is not at the last assertion")
-    }
-
-    @Test func twoWorkersInOneGroupSharePartitionsAndDecideEachJobOnce() throws {
-        let topics = try Stack.topics("two")
-        let stream = try Stream(devices: 40, assertions: 5)
-        try Jobs.registerApp(stream.bundleId)
-        let group = "g-\(UUID().uuidString)"
-        let first = try WorkerProcess(topics: topics, group: group)
-        let second = try WorkerProcess(topics: topics, group: group)
-        try produce(topics.jobs, stream.messages)
-        let verdicts = try TopicReader(topic: topics.verdicts)
-        #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count })
-        for (_, copies) in verdicts.verdictsByJob { #expect(Set(copies).count == 1) }
-        #expect(first.log.contains("partitions assigned") && second.log.contains("partitions assigned"))
-        let connection = try PGConnection(conninfo: try Stack.databaseURL)
-        let rows = try connection.execute("SELECT count(*) FROM verdicts WHERE bundle_id = $1", [.text(stream.bundleId)])
-        #expect(rows.int(0, 0) == Int64(stream.expected.count))
-    }
-
-    @Test func postgresRestartedMidRunLosesNothing() throws {
-        let topics = try Stack.topics("pg")
-        let stream = try Stream(devices: 20, assertions: 10)
-        try Jobs.registerApp(stream.bundleId)
-        let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_BATCH_SIZE": "16"])
-        let half = stream.messages.count / 2
-        try produce(topics.jobs, Array(stream.messages[..<half]))
-        let verdicts = try TopicReader(topic: topics.verdicts)
-        #expect(verdicts.read(seconds: 60) { $0.count >= half / 2 })
-        try #require(try Stack.ops("pg-stop") == 0)
-        try produce(topics.jobs, Array(stream.messages[half...]))
-        Thread.sleep(forTimeInterval: 3)
-        try #require(try Stack.ops("pg-start") == 0)
-        #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-        for (jobId, copies) in verdicts.verdictsByJob where stream.expected[jobId] != nil {
-            #expect(Set(copies).count == 1)
-            #expect(JSONValue.parse(Array(copies[0].utf8))?["ok"] == .bool(true), "\(jobId): \(copies[0])")
+        @Test func postgresRestartedMidRunLosesNothing() throws {
+            let topics = try Stack.topics("pg")
+            let stream = try JobStream(devices: 20, assertions: 10)
+            try Jobs.registerApp(stream.bundleId)
+            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_BATCH_SIZE": "16"])
+            let half = stream.messages.count / 2
+            try produce(topics.jobs, Array(stream.messages[..<half]))
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            #expect(verdicts.read(seconds: 60) { $0.count >= half / 2 })
+            try #require(try Stack.ops("pg-stop") == 0)
+            try produce(topics.jobs, Array(stream.messages[half...]))
+            Thread.sleep(forTimeInterval: 3)
+            try #require(try Stack.ops("pg-start") == 0)
+            #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
+            for (jobId, copies) in verdicts.verdictsByJob where stream.expected[jobId] != nil {
+                #expect(Set(copies).count == 1)
+                #expect(JSONValue.parse(Array(copies[0].utf8))?["ok"] == .bool(true), "\(jobId): \(copies[0])")
+            }
         }
     }
 }

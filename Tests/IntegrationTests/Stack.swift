@@ -7,6 +7,11 @@ import KafkaClient
 import PostgresClient
 import Testing
 
+/// Every integration suite nests in this one (`extension LiveStack { @Suite struct … }`): `.serialized` is
+/// inherited, so a test that stops PostgreSQL or freezes the broker never runs beside another's test, and
+/// two cores are not shared by several workers under test at once.
+@Suite(.serialized) enum LiveStack {}
+
 /// The local stack the integration tests run against (`ops/stack up`, `eval "$(ops/stack env)"`): they fail,
 /// never skip, when it is missing, because CI always provides it.
 enum Stack {
