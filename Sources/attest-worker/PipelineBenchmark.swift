@@ -52,35 +52,12 @@ struct PipelineBenchmark: Subcommand {
     struct Options {
         var devices = 10_000
         var latencySeconds = 10.0
-        var threads = ProcessInfo.processInfo.activeProcessorCount
-        var batchSize: Int?
-        var topicPrefix: String?
-        var brokers: String
-        var databaseURL: String
-        /// ATTEST_KAFKA_PROPERTIES, for the worker and the benchmark's own clients.
-        var kafkaProperties: String
+        var rig: BenchRig.Options
 
         init(_ args: inout Arguments) throws {
-            func number(_ name: String, min: Int) throws -> Int? {
-                try args.option(name).map { text in
-                    guard let value = Int(text), value >= min else {
-                        throw Arguments.UsageError(description: "--\(name) must be a whole number ≥ \(min)")
-                    }
-                    return value
-                }
-            }
-            let environment = ProcessInfo.processInfo.environment
-            guard let brokers = try args.option("brokers") ?? environment["ATTEST_KAFKA_BROKERS"], !brokers.isEmpty else {
-                throw Arguments.UsageError(description: "set ATTEST_KAFKA_BROKERS or pass --brokers")
-            }
-            self.brokers = brokers
-            databaseURL = try DatabaseOptions.url(&args)
-            kafkaProperties = environment["ATTEST_KAFKA_PROPERTIES"] ?? ""
-            if let devices = try number("devices", min: 2) { self.devices = devices }
-            if let seconds = try number("latency-seconds", min: 1) { latencySeconds = Double(seconds) }
-            if let threads = try number("threads", min: 1) { self.threads = threads }
-            batchSize = try number("batch-size", min: 1)
-            topicPrefix = try args.option("topics")
+            rig = try BenchRig.Options(&args)
+            if let devices = try BenchRig.Options.number(&args, "devices", min: 2) { self.devices = devices }
+            if let seconds = try BenchRig.Options.number(&args, "latency-seconds", min: 1) { latencySeconds = Double(seconds) }
         }
     }
 
@@ -138,9 +115,6 @@ struct PipelineBenchmark: Subcommand {
         }
     }
 
-    static let teamId = "BENCH12345"
-    static let partitions: Int32 = 6
-
     static func run(_ args: inout Arguments) throws -> Int32 {
         let json = args.flag("json")
         let options = try Options(&args)
@@ -151,8 +125,6 @@ struct PipelineBenchmark: Subcommand {
     }
 
     let options: Options
-    /// Names this run's app, consumer group, jobIds and (by default) topics.
-    let runId = String(UUID().uuidString.prefix(8)).lowercased()
 
     /// Progress, on stderr.
     private static func note(_ text: String) {
@@ -160,83 +132,38 @@ struct PipelineBenchmark: Subcommand {
     }
 
     func run() throws -> Results {
-        let bundleId = "bench.\(runId)"
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-bench-\(runId)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-
-        // The PKI and the jobs: minted right before the run, so every receivedAt is fresh.
-        let now = Date()
-        let pki = try TestPKI.generate(
-            validFrom: now.addingTimeInterval(-30 * 86_400), validUntil: now.addingTimeInterval(30 * 86_400))
-        let anchors = (
-            directory.appendingPathComponent("attestation-root.pem").path,
-            directory.appendingPathComponent("receipt-root.pem").path
-        )
-        try pki.attestationRootPEM.write(toFile: anchors.0, atomically: true, encoding: .utf8)
-        try pki.receiptRootPEM.write(toFile: anchors.1, atomically: true, encoding: .utf8)
+        let rig = try BenchRig(options: options.rig)
+        defer { rig.close() }
+        let threads = options.rig.threads
         func mint(_ devices: Int, _ phase: String) throws -> PipelineWorkload {
             let start = Date()
             let workload = try PipelineWorkload.mint(
-                pki: pki, teamId: Self.teamId, bundleId: bundleId, devices: devices, prefix: "\(runId)-\(phase)",
+                pki: rig.pki, teamId: BenchRig.teamId, bundleId: rig.bundleId, devices: devices, prefix: "\(rig.runId)-\(phase)",
                 threads: ProcessInfo.processInfo.activeProcessorCount)
             Self.note(String(
                 format: "minted %d jobs for %d devices in %.1f s", workload.jobs.count, devices, Date().timeIntervalSince(start)))
             return workload
         }
+        // Minted right before the run, so every receivedAt is fresh.
         let warmUp = try mint(8, "w")
         let stream = try mint(options.devices, "t")
 
         // In-process verification of the same jobs: half of the devices now, half after the pipeline
         // phases, so that a change in the machine's load weighs on both sides of the ratio.
-        let verifier = JobVerifier(
-            trust: TrustConfiguration(
-                attestationAnchor: try TrustAnchor(pem: pki.attestationRootPEM),
-                receiptAnchor: try TrustAnchor(pem: pki.receiptRootPEM)),
-            clock: SystemClock())
         let halves = [0..<(stream.devices.count / 2), (stream.devices.count / 2)..<stream.devices.count]
         func verifyInProcess(_ half: Int) throws -> (jobs: Int, seconds: Double) {
-            let result = stream.verifyInProcess(halves[half], verifier: verifier, policy: .production, threads: options.threads)
+            let result = stream.verifyInProcess(halves[half], verifier: rig.verifier, policy: .production, threads: threads)
             guard result.unexpected == 0 else {
                 throw Failure("in-process verification: \(result.unexpected) verdicts against expectation")
             }
             Self.note(String(
-                format: "in-process, half %d: %.0f jobs/s on %d threads", half + 1, Double(result.jobs) / result.seconds,
-                options.threads))
+                format: "in-process, half %d: %.0f jobs/s on %d threads", half + 1, Double(result.jobs) / result.seconds, threads))
             return (result.jobs, result.seconds)
         }
         let firstHalf = try verifyInProcess(0)
 
-        // A fresh app in a migrated database, fresh topics, then the worker and the verdict reader.
-        let connection = PGReconnectingConnection(conninfo: options.databaseURL, applicationName: "attest-bench")
-        let migrations = try Migrator.bundled
-        try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
-        try AttestStore(connection: connection).upsert(
-            AppPolicy(teamId: Self.teamId, bundleId: bundleId, environments: .production))
-        defer { Self.remove(bundleId: bundleId, connection) }
-        let settings = try connection.run { c throws(PGError) in
-            try c.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
-        }
-        let durability = "fsync=\(settings.string(0, 0) ?? "?") synchronous_commit=\(settings.string(0, 1) ?? "?")"
-
-        let clientProperties = try KafkaProperties.parse(options.kafkaProperties)
-            .merging(["bootstrap.servers": options.brokers]) { _, b in b }
-        let producerProperties = clientProperties.filter { !RunCommand.consumerOnly.contains($0.key) }
-        let prefix = options.topicPrefix ?? "bench.\(runId)"
-        let topics = (jobs: "\(prefix).jobs", verdicts: "\(prefix).verdicts", deadLetters: "\(prefix).dead")
-        try KafkaAdmin(properties: producerProperties).createTopics([
-            (topics.jobs, Self.partitions), (topics.verdicts, Self.partitions), (topics.deadLetters, 1),
-        ])
-        let verdicts = try VerdictCollector(properties: clientProperties, topic: topics.verdicts)
-        defer { verdicts.close() }
-        let producer = try JobProducer(properties: producerProperties, topic: topics.jobs)
-        defer { producer.close() }
-        let worker = try WorkerProcess(
-            environment: workerEnvironment(topics: topics, anchors: anchors),
-            logPath: directory.appendingPathComponent("worker.log").path)
-        defer { worker.stop(seconds: 30) }
-        let pipeline = Pipeline(producer: producer, verdicts: verdicts, worker: worker)
-
+        let live = try rig.start()
+        let pipeline = Pipeline(producer: live.producer, verdicts: live.verdicts, worker: live.worker)
         // Warm-up: the worker and the reader have joined their groups once these have verdicts.
         _ = try pipeline.produceAtOnce(warmUp, phase: "warm-up", stallSeconds: 60)
         Self.note("throughput: producing \(stream.jobs.count) jobs")
@@ -248,13 +175,11 @@ struct PipelineBenchmark: Subcommand {
         let latencies = try pipeline.producePaced(paced, rate: rate)
 
         // Stop the worker in order (a redelivery while it leaves would publish again), then check every job.
-        worker.stop(seconds: 30)
+        live.worker.stop(seconds: 30)
         let secondHalf = try verifyInProcess(1)
-        let check = Self.check(
-            warmUp.jobs + stream.jobs + paced.jobs, published: verdicts.records,
-            stored: try storedVerdicts(connection, bundleId: bundleId))
+        let check = BenchRig.check(warmUp.jobs + stream.jobs + paced.jobs, published: live.verdicts.records, stored: try rig.storedVerdicts())
         return Results(
-            devices: options.devices, threads: options.threads, durability: durability, jobs: stream.jobs.count,
+            devices: options.devices, threads: threads, durability: live.durability, jobs: stream.jobs.count,
             jobsPerSec: jobsPerSec,
             coreJobsPerSec: Double(firstHalf.jobs + secondHalf.jobs) / (firstHalf.seconds + secondHalf.seconds),
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
@@ -312,79 +237,8 @@ struct PipelineBenchmark: Subcommand {
         }
     }
 
-    /// Every job against what was published and what PostgreSQL stored: lost when either is missing, decided
-    /// twice when two different verdicts were published or the published one is not the stored one.
-    private static func check(
-        _ jobs: [PipelineWorkload.Message], published: [String: VerdictCollector.Record], stored: [String: [UInt8]]
-    ) -> (lost: Int, duplicates: Int, copies: Int, unexpected: Int) {
-        var check = (lost: 0, duplicates: 0, copies: 0, unexpected: 0)
-        for message in jobs {
-            guard let record = published[message.jobId], let digest = stored[message.jobId] else {
-                check.lost += 1
-                continue
-            }
-            if record.digests.count > 1 || record.digests[0] != digest { check.duplicates += 1 }
-            if record.ok != message.expectedOK { check.unexpected += 1 }
-            check.copies += record.copies - 1
-        }
-        return check
-    }
-
-    /// The worker's settings: this run's topics, group and trust anchors; the caller's brokers, database
-    /// and client settings; everything else at the worker's defaults (ATTEST_* of the caller's environment
-    /// are not passed on).
-    private func workerEnvironment(
-        topics: (jobs: String, verdicts: String, deadLetters: String), anchors: (String, String)
-    ) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ATTEST_") }
-        environment.merge([
-            "ATTEST_KAFKA_BROKERS": options.brokers, "ATTEST_DATABASE_URL": options.databaseURL,
-            "ATTEST_KAFKA_PROPERTIES": options.kafkaProperties, "ATTEST_JOBS_TOPIC": topics.jobs,
-            "ATTEST_VERDICTS_TOPIC": topics.verdicts, "ATTEST_DEADLETTER_TOPIC": topics.deadLetters,
-            "ATTEST_CONSUMER_GROUP": "bench-\(runId)", "ATTEST_TRUST_ANCHORS": anchors.0,
-            "ATTEST_RECEIPT_TRUST_ANCHORS": anchors.1,
-            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": "warning",
-        ]) { _, new in new }
-        if let batchSize = options.batchSize { environment["ATTEST_BATCH_SIZE"] = "\(batchSize)" }
-        return environment
-    }
-
-    /// SHA-256 of each verdict PostgreSQL stored for the app, by jobId.
-    private func storedVerdicts(_ connection: PGReconnectingConnection, bundleId: String) throws -> [String: [UInt8]] {
-        let rows = try connection.run { c throws(PGError) in
-            try c.execute(
-                """
-                SELECT job_id, sha256(convert_to(verdict_json, 'UTF8')) FROM verdicts
-                WHERE team_id = $1 AND bundle_id = $2
-                """,
-                [.text(Self.teamId), .text(bundleId)])
-        }
-        var stored = [String: [UInt8]]()
-        for r in 0..<rows.count {
-            if let jobId = rows.string(r, 0), let digest = rows.bytes(r, 1) { stored[jobId] = digest }
-        }
-        return stored
-    }
-
-    /// Deletes the run's verdicts, devices and app (after the worker has stopped): the database is shared.
-    private static func remove(bundleId: String, _ connection: PGReconnectingConnection) {
-        do {
-            try connection.run { c throws(PGError) in
-                _ = try c.execute(
-                    """
-                    WITH v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
-                    d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2)
-                    DELETE FROM apps WHERE team_id = $1 AND bundle_id = $2
-                    """,
-                    [.text(teamId), .text(bundleId)])
-            }
-        } catch {
-            note("could not delete the run's rows (team \(teamId), bundle \(bundleId)): \(error)")
-        }
-    }
-
     /// The nearest-rank percentile of sorted values; 0 for none.
-    private static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
         guard !sorted.isEmpty else { return 0 }
         return sorted[max(0, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
     }

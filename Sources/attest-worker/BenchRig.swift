@@ -1,0 +1,204 @@
+import AttestJobs
+import AttestMint
+import AttestVerifier
+import Foundation
+import KafkaClient
+import PostgresClient
+import Worker
+
+/// What the end-to-end benchmarks (`bench pipeline`, `bench soak`) run on: a fresh test PKI whose roots the
+/// worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a child `attest-worker
+/// run`, a job producer and a verdict reader. `close` stops the worker and deletes the run's rows.
+final class BenchRig {
+    /// The settings both benchmarks share, from the command line and the environment.
+    struct Options {
+        var threads = ProcessInfo.processInfo.activeProcessorCount
+        var batchSize: Int?
+        var topicPrefix: String?
+        var brokers: String
+        var databaseURL: String
+        /// ATTEST_KAFKA_PROPERTIES, for the worker and the benchmark's own clients.
+        var kafkaProperties: String
+
+        static let help = """
+            --threads T      verification threads of the worker (default: the cores)
+            --batch-size B   the worker's ATTEST_BATCH_SIZE (default: the worker's)
+            --topics PREFIX  topics PREFIX.jobs, PREFIX.verdicts, PREFIX.dead (default bench.<random>; the
+                             caller deletes them)
+            --brokers HOST:PORT, --database-url URL   instead of ATTEST_KAFKA_BROKERS, ATTEST_DATABASE_URL
+            """
+
+        init(_ args: inout Arguments) throws {
+            let environment = ProcessInfo.processInfo.environment
+            guard let brokers = try args.option("brokers") ?? environment["ATTEST_KAFKA_BROKERS"], !brokers.isEmpty else {
+                throw Arguments.UsageError(description: "set ATTEST_KAFKA_BROKERS or pass --brokers")
+            }
+            self.brokers = brokers
+            databaseURL = try DatabaseOptions.url(&args)
+            kafkaProperties = environment["ATTEST_KAFKA_PROPERTIES"] ?? ""
+            if let threads = try Self.number(&args, "threads", min: 1) { self.threads = threads }
+            batchSize = try Self.number(&args, "batch-size", min: 1)
+            topicPrefix = try args.option("topics")
+        }
+
+        /// `--NAME N`, a whole number ≥ `min`, when given.
+        static func number(_ args: inout Arguments, _ name: String, min: Int) throws -> Int? {
+            try args.option(name).map { text in
+                guard let value = Int(text), value >= min else {
+                    throw Arguments.UsageError(description: "--\(name) must be a whole number ≥ \(min)")
+                }
+                return value
+            }
+        }
+    }
+
+    /// The pieces `start` brings up.
+    struct Live {
+        let verdicts: VerdictCollector
+        let producer: JobProducer
+        let worker: WorkerProcess
+        /// PostgreSQL's fsync and synchronous_commit settings during the run.
+        let durability: String
+    }
+
+    static let teamId = "BENCH12345"
+    static let partitions: Int32 = 6
+
+    let options: Options
+    /// Names this run's app, consumer group, jobIds and (by default) topics.
+    let runId = String(UUID().uuidString.prefix(8)).lowercased()
+    let bundleId: String
+    let pki: TestPKI
+    let verifier: JobVerifier
+    private let directory: URL
+    private let anchors: (attestation: String, receipt: String)
+    private let connection: PGReconnectingConnection
+    private(set) var live: Live?
+
+    init(options: Options) throws {
+        self.options = options
+        bundleId = "bench.\(runId)"
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-bench-\(runId)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let now = Date()
+        pki = try TestPKI.generate(validFrom: now.addingTimeInterval(-30 * 86_400), validUntil: now.addingTimeInterval(30 * 86_400))
+        anchors = (directory.appendingPathComponent("attestation-root.pem").path, directory.appendingPathComponent("receipt-root.pem").path)
+        try pki.attestationRootPEM.write(toFile: anchors.attestation, atomically: true, encoding: .utf8)
+        try pki.receiptRootPEM.write(toFile: anchors.receipt, atomically: true, encoding: .utf8)
+        verifier = JobVerifier(
+            trust: TrustConfiguration(
+                attestationAnchor: try TrustAnchor(pem: pki.attestationRootPEM), receiptAnchor: try TrustAnchor(pem: pki.receiptRootPEM)),
+            clock: SystemClock())
+        connection = PGReconnectingConnection(conninfo: options.databaseURL, applicationName: "attest-bench")
+    }
+
+    /// Registers the app, creates the topics and starts the reader, the producer and the worker.
+    func start(logLevel: String = "warning") throws -> Live {
+        let migrations = try Migrator.bundled
+        try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
+        try AttestStore(connection: connection).upsert(AppPolicy(teamId: Self.teamId, bundleId: bundleId, environments: .production))
+        let settings = try connection.run { c throws(PGError) in
+            try c.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
+        }
+        let clientProperties = try KafkaProperties.parse(options.kafkaProperties)
+            .merging(["bootstrap.servers": options.brokers]) { _, b in b }
+        let producerProperties = clientProperties.filter { !RunCommand.consumerOnly.contains($0.key) }
+        let prefix = options.topicPrefix ?? "bench.\(runId)"
+        let topics = (jobs: "\(prefix).jobs", verdicts: "\(prefix).verdicts", deadLetters: "\(prefix).dead")
+        try KafkaAdmin(properties: producerProperties).createTopics([
+            (topics.jobs, Self.partitions), (topics.verdicts, Self.partitions), (topics.deadLetters, 1),
+        ])
+        let live = Live(
+            verdicts: try VerdictCollector(properties: clientProperties, topic: topics.verdicts),
+            producer: try JobProducer(properties: producerProperties, topic: topics.jobs),
+            worker: try WorkerProcess(
+                environment: workerEnvironment(topics: topics, logLevel: logLevel),
+                logPath: directory.appendingPathComponent("worker.log").path),
+            durability: "fsync=\(settings.string(0, 0) ?? "?") synchronous_commit=\(settings.string(0, 1) ?? "?")")
+        self.live = live
+        return live
+    }
+
+    /// Stops the worker in order, closes the clients, deletes the run's rows and files.
+    func close() {
+        if let live {
+            live.worker.stop(seconds: 30)
+            live.producer.close()
+            live.verdicts.close()
+            removeRows()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// SHA-256 of each verdict PostgreSQL stored for the app, by jobId.
+    func storedVerdicts() throws -> [String: [UInt8]] {
+        let rows = try connection.run { c throws(PGError) in
+            try c.execute(
+                """
+                SELECT job_id, sha256(convert_to(verdict_json, 'UTF8')) FROM verdicts
+                WHERE team_id = $1 AND bundle_id = $2
+                """,
+                [.text(Self.teamId), .text(bundleId)])
+        }
+        var stored = [String: [UInt8]]()
+        for r in 0..<rows.count {
+            if let jobId = rows.string(r, 0), let digest = rows.bytes(r, 1) { stored[jobId] = digest }
+        }
+        return stored
+    }
+
+    /// Every job against what was published and what PostgreSQL stored: lost when either is missing, decided
+    /// twice when two different verdicts were published or the published one is not the stored one.
+    static func check(
+        _ jobs: [PipelineWorkload.Message], published: [String: VerdictCollector.Record], stored: [String: [UInt8]]
+    ) -> (lost: Int, duplicates: Int, copies: Int, unexpected: Int) {
+        var check = (lost: 0, duplicates: 0, copies: 0, unexpected: 0)
+        for message in jobs {
+            guard let record = published[message.jobId], let digest = stored[message.jobId] else {
+                check.lost += 1
+                continue
+            }
+            if record.digests.count > 1 || record.digests[0] != digest { check.duplicates += 1 }
+            if record.ok != message.expectedOK { check.unexpected += 1 }
+            check.copies += record.copies - 1
+        }
+        return check
+    }
+
+    /// The worker's settings: this run's topics, group and trust anchors; the caller's brokers, database
+    /// and client settings; everything else at the worker's defaults (ATTEST_* of the caller's environment
+    /// are not passed on).
+    private func workerEnvironment(
+        topics: (jobs: String, verdicts: String, deadLetters: String), logLevel: String
+    ) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ATTEST_") }
+        environment.merge([
+            "ATTEST_KAFKA_BROKERS": options.brokers, "ATTEST_DATABASE_URL": options.databaseURL,
+            "ATTEST_KAFKA_PROPERTIES": options.kafkaProperties, "ATTEST_JOBS_TOPIC": topics.jobs,
+            "ATTEST_VERDICTS_TOPIC": topics.verdicts, "ATTEST_DEADLETTER_TOPIC": topics.deadLetters,
+            "ATTEST_CONSUMER_GROUP": "bench-\(runId)", "ATTEST_TRUST_ANCHORS": anchors.attestation,
+            "ATTEST_RECEIPT_TRUST_ANCHORS": anchors.receipt,
+            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": logLevel,
+        ]) { _, new in new }
+        if let batchSize = options.batchSize { environment["ATTEST_BATCH_SIZE"] = "\(batchSize)" }
+        return environment
+    }
+
+    /// Deletes the run's verdicts, devices and app (after the worker has stopped): the database is shared.
+    private func removeRows() {
+        do {
+            try connection.run { c throws(PGError) in
+                _ = try c.execute(
+                    """
+                    WITH v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
+                    d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2)
+                    DELETE FROM apps WHERE team_id = $1 AND bundle_id = $2
+                    """,
+                    [.text(Self.teamId), .text(bundleId)])
+            }
+        } catch {
+            FileHandle.standardError.write(
+                Data("bench: could not delete the run's rows (team \(Self.teamId), bundle \(bundleId)): \(error)\n".utf8))
+        }
+    }
+}
