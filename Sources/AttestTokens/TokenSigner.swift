@@ -23,8 +23,10 @@ public struct TokenSigner: Sendable {
         public let description: String
     }
 
-    /// SigningFailed means OpenSSL refused to sign with a key it loaded: a broken environment.
-    public struct SigningFailed: Error, Sendable {}
+    /// OpenSSL refused to sign with a key it loaded: a broken environment, not a bad verdict.
+    public struct SigningFailed: Error, Sendable, CustomStringConvertible {
+        public var description: String { "OpenSSL could not sign a verdict token" }
+    }
 
     public init(keys: [ECPrivateKey], issuer: String = defaultIssuer) throws(LoadError) {
         guard let first = keys.first else { throw LoadError(description: "no token signing key") }
