@@ -59,7 +59,8 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkerTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "KafkaClient", "PostgresClient"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "Worker", "KafkaClient",
+                "PostgresClient"]
         ),
         .testTarget(
             name: "AttestVerifierTests",
