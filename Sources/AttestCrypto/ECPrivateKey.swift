@@ -35,7 +35,12 @@ public final class ECPrivateKey: @unchecked Sendable {
         else { throw .notPrivateKeyPEM }
         let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             var cursor = buffer.baseAddress
-            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
+            let parsed = d2i_AutoPrivateKey(nil, &cursor, buffer.count)
+            if parsed != nil && cursor != buffer.baseAddress.map({ $0 + buffer.count }) {
+                EVP_PKEY_free(parsed)
+                return nil
+            }
+            return parsed
         }
         guard let parsed else {
             ERR_clear_error()
