@@ -27,6 +27,8 @@ let package = Package(
         .target(name: "AttestMint", dependencies: ["AttestCore", "AttestCrypto", "COpenSSL", "COpenSSLShims"]),
         // Job and verdict JSON shared by the offline verifier and the worker.
         .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestVerifier"]),
+        // Verdict tokens: ES256 JWTs on accepted verdicts, the signing key ring, the JWKS, and their verifier.
+        .target(name: "AttestTokens", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs"]),
         // Thin owners of librdkafka and libpq objects.
         .target(name: "KafkaClient", dependencies: ["CRdKafka"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
@@ -35,19 +37,21 @@ let package = Package(
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "KafkaClient", "PostgresClient",
-                "Observability"],
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "KafkaClient",
+                "PostgresClient", "Observability"],
             resources: [.copy("Migrations")]
         ),
         .executableTarget(
             name: "attest-worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "Observability"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "AttestMint", "Worker",
+                "Observability"]
         ),
 
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "AttestTokensTests", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",
@@ -55,7 +59,8 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkerTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "KafkaClient", "PostgresClient"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "Worker", "KafkaClient",
+                "PostgresClient"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

@@ -4,7 +4,8 @@
 usage: seeds.py VECTORS_DIR CORPUS_DIR
 Writes CORPUS_DIR/<target>/seed-<name> for every target of ops/fuzz: the decoded attestation objects and
 assertions of Tests/Fixtures/vectors/*.jsonl, the authenticator data, certificates and receipts inside
-them, the receipts' certificates and payloads, the trust anchors' DER, and each case as a job line.
+them, the receipts' certificates and payloads, the trust anchors' DER, and each case as a job line; for
+the token target, a verdict token signed with Fuzz/Token.swift's fixed key and that key's JWKS.
 Cases whose fields are deliberately malformed contribute what can be decoded. Identical inputs are
 written once; existing seed files are overwritten, and whatever libFuzzer added to a corpus stays.
 """
@@ -106,13 +107,30 @@ def receipt_parts(receipt):
     return certificates, payload, fields.get(3)
 
 
+# `attest-worker verify --now 2026-05-01T12:00:00Z --token-key KEY` on att_valid_production (with a
+# deviceId), KEY being Fuzz/Token.swift's fixed test key, and `attest-worker token jwks --key KEY`.
+SEED_TOKEN = (
+    'eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6Ii1INWFwRko3V2RFc0EzWnljYkpsNlNfcGYzZjJhUE41b2NPYWFGQTRHWEUifQ.'
+    'eyJpc3MiOiJhdHRlc3Qtd29ya2VyIiwic3ViIjoiSFh1eUNFOFJFS244cHJ0MFdaZXlTeXJ0Y2FRMEFZMjBLNHR4K0liWXRTOD0iLCJhdWQiOiJB'
+    'MUIyQzNENEU1LmNvbS5leGFtcGxlLnJlZmFwcCIsImlhdCI6MTc3NzYzNjgwMCwiZXhwIjoxNzc3NjQwNDAwLCJqdGkiOiJhdHRfdmFsaWRfcHJv'
+    'ZHVjdGlvbiIsImtpbmQiOiJhdHRlc3RhdGlvbiIsImRldmljZUlkIjoiZGV2LTEiLCJlbnZpcm9ubWVudCI6InByb2R1Y3Rpb24ifQ.'
+    'vVb-GWHlhXBUc_l3byN0OCX7QtYXEiV4nlqT5DTjGsIPpuvoQ9caR9OvBlObHQByef4Rhd7RHGJxHWcL0oiqQA')
+SEED_JWKS = (
+    '{"keys":[{"kty":"EC","crv":"P-256","x":"9jVEEa263v9sxkb8cWHQapcslv3dFIEAKHLMCOd-ywo",'
+    '"y":"EDfmjWMWklv4ocGXcPKqa6H0s3_K9TXLvsNVG5s0BYI","kid":"-H5apFJ7WdEsA3ZycbJl6S_pf3f2aPN5ocOaaFA4GXE",'
+    '"use":"sig","alg":"ES256"}]}')
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit('usage: seeds.py VECTORS_DIR CORPUS_DIR')
     vectors, corpus = sys.argv[1], sys.argv[2]
     sys.path.insert(0, vectors)
     from run_vectors import job  # the job line the acceptance check builds for a case
-    seeds = {t: {} for t in ('cbor', 'authdata', 'asn1', 'certificate', 'receipt', 'attestation', 'assertion', 'job')}
+    seeds = {t: {} for t in ('cbor', 'authdata', 'asn1', 'certificate', 'receipt', 'attestation', 'assertion', 'job',
+                             'token')}
+    seeds['token']['token'] = SEED_TOKEN.encode()
+    seeds['token']['jwks'] = SEED_JWKS.encode()
 
     anchors = json.load(open(os.path.join(vectors, 'trust_anchors.json')))
     for set_name, roots in anchors.items():

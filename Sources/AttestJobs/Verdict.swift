@@ -18,6 +18,9 @@ public struct Verdict: Sendable {
     public var receipt: Receipt?
     /// Accepted jobs whose authenticator data carries Apple's extension map.
     public var extensions: AppleExtensions?
+    /// Accepted jobs: the signed verdict token (compact JWS) and when it expires; set by AttestTokens.
+    public var token: String?
+    public var expiresAt: Timestamp?
 
     public var ok: Bool { failure == nil }
 
@@ -59,6 +62,10 @@ public struct Verdict: Sendable {
         }
         if ok && (kind == .attestation || extensions != nil) {
             m.append(("extensions", extensions.map(Self.json) ?? .null))
+        }
+        if ok, let token, let expiresAt {
+            m.append(("token", .string(token)))
+            m.append(("expiresAt", .string(expiresAt.rfc3339)))
         }
         return .object(m)
     }

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestCrypto
 import AttestJobs
+import AttestTokens
 import AttestVerifier
 import Foundation
 
@@ -23,6 +24,10 @@ enum VerifyCommand: Subcommand {
           --receipt-trust-anchor PEM    replaces Apple Root CA - G3
           --max-job-age SECONDS         oldest receivedAt accepted (default 86400)
           --max-future-skew SECONDS     newest receivedAt accepted, ahead of now (default 60)
+          --token-key PEM               sign a verdict token on every accepted verdict with this P-256
+                                        key, as the worker does (repeatable: the first signs)
+          --token-lifetime SECONDS      token lifetime (default 3600)
+          --token-issuer NAME           the tokens' iss claim (default attest-worker)
 
         Exit status: 0 when every line was processed, 2 on usage or I/O errors.
         """
@@ -51,13 +56,14 @@ enum VerifyCommand: Subcommand {
         if let text = try args.option("max-future-skew") {
             bounds.maxFutureSkewSeconds = try seconds(text, "--max-future-skew")
         }
+        let tokens = try TokenOptions.parse(&args)
         let files = try args.positionals(max: 1)
         let input = try LineReader(path: files.first.flatMap { $0 == "-" ? nil : $0 })
         let verifier = JobVerifier(trust: trust, clock: clock, timeBounds: bounds)
         var output = ""
         while let line = try input.next() {
             guard !line.allSatisfy(\.isWhitespace) else { continue }
-            verdict(for: line, verifier: verifier, policy: policy).json.write(to: &output)
+            try verdict(for: line, verifier: verifier, policy: policy, tokens: tokens).json.write(to: &output)
             output += "\n"
             if output.utf8.count > 1 << 16 { flush(&output) }
         }
@@ -65,7 +71,41 @@ enum VerifyCommand: Subcommand {
         return 0
     }
 
-    static func verdict(for line: String, verifier: JobVerifier, policy: EnvironmentPolicy) -> Verdict {
+    /// Verdict tokens as the worker issues them, when `--token-key` is given.
+    struct TokenOptions {
+        let signer: TokenSigner
+        let lifetimeSeconds: Int64
+
+        static func parse(_ args: inout Arguments) throws -> TokenOptions? {
+            var paths = [String]()
+            while let path = try args.option("token-key") { paths.append(path) }
+            let lifetime = try args.option("token-lifetime")
+            let issuer = try args.option("token-issuer")
+            guard !paths.isEmpty else {
+                if lifetime != nil || issuer != nil {
+                    throw Arguments.UsageError(description: "--token-lifetime and --token-issuer need --token-key")
+                }
+                return nil
+            }
+            var lifetimeSeconds = TokenSigner.defaultLifetimeSeconds
+            if let lifetime {
+                guard let value = Int64(lifetime), (1...TokenSigner.maxLifetimeSeconds).contains(value) else {
+                    throw Arguments.UsageError(
+                        description: "--token-lifetime must be a whole number of seconds from 1 to \(TokenSigner.maxLifetimeSeconds)")
+                }
+                lifetimeSeconds = value
+            }
+            do {
+                return TokenOptions(
+                    signer: try TokenSigner(pemFiles: paths, issuer: issuer ?? TokenSigner.defaultIssuer),
+                    lifetimeSeconds: lifetimeSeconds)
+            } catch {
+                throw Arguments.UsageError(description: "--token-key: \(error)")
+            }
+        }
+    }
+
+    static func verdict(for line: String, verifier: JobVerifier, policy: EnvironmentPolicy, tokens: TokenOptions?) throws -> Verdict {
         guard line.utf8.count <= maxLineBytes else {
             return verifier.rejection(jobId: nil, VerificationFailure(.jobInvalid, .tooLarge, "line over 256 KiB"))
         }
@@ -77,9 +117,10 @@ enum VerifyCommand: Subcommand {
         case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure)
         case .success(let parsed): job = parsed
         }
+        var verdict: Verdict
         switch job.payload {
         case .attestation(let request):
-            return verifier.decide(request, of: job, policy: policy).0
+            verdict = verifier.decide(request, of: job, policy: policy).0
         case .assertion(let request):
             var device: StoredDevice? = nil
             if let text = job.storedPublicKey {
@@ -89,8 +130,13 @@ enum VerifyCommand: Subcommand {
                 }
                 device = StoredDevice(publicKey: key, counter: job.storedCounter ?? 0)
             }
-            return verifier.decide(request, of: job, device: device).0
+            verdict = verifier.decide(request, of: job, device: device).0
         }
+        if let tokens {
+            try verdict.attachToken(
+                signer: tokens.signer, lifetimeSeconds: tokens.lifetimeSeconds, deviceId: job.metadata["deviceId"])
+        }
+        return verdict
     }
 
     private static func flush(_ output: inout String) {

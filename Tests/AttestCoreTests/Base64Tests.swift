@@ -22,4 +22,18 @@ import Testing
             #expect(Base64.decode(Base64.encode(bytes)) == bytes)
         }
     }
+
+    /// JOSE's base64url: URL-safe alphabet, never padded, and nothing else decodes.
+    @Test func urlFormRoundTripsAndIsStrict() {
+        for n in 0..<40 {
+            let bytes = (0..<n).map { UInt8(truncatingIfNeeded: $0 * 37 + 251) }
+            let text = Base64.encodeURL(bytes)
+            #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
+            #expect(Base64.decodeURL(text) == bytes)
+        }
+        #expect(Base64.encodeURL([0xfb, 0xff]) == "-_8")
+        for text in ["-_8=", "+/8", "QQ==", "Q R", "QR"] {
+            #expect(Base64.decodeURL(text) == nil, "\(text)")
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import AttestTokens
 import Foundation
 import Testing
 import Worker
@@ -42,5 +43,35 @@ import Worker
         let printed = WorkerConfiguration.describe(resolved).map { "\($0.0)=\($0.1)" }.joined(separator: "\n")
         #expect(!printed.contains("secret") && !printed.contains("hunter2"))
         #expect(printed.contains("acks=all"))
+    }
+
+    @Test func tokenKeysAreLoadedAtStartAndTheFirstSigns() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("current.pem").path
+        try """
+            -----BEGIN EC PRIVATE KEY-----
+            MHcCAQEEIIzsBO+Q5Y6RPHLDc2xVIuxjhWSWmRpVf8QqcpKX8hJuoAoGCCqGSM49
+            AwEHoUQDQgAEGAnqV1wWomyOepEadYwj1xISDbNB/FzT+cHv9EhyslqohVK/BLBh
+            oRjC9NKGP6NX4SO+EgNm+JgQEul+Ztwc3w==
+            -----END EC PRIVATE KEY-----
+            """.write(toFile: key, atomically: true, encoding: .utf8)
+        let notAKey = directory.appendingPathComponent("not-a-key.pem").path
+        try "hello".write(toFile: notAKey, atomically: true, encoding: .utf8)
+
+        let (none, _) = try WorkerConfiguration.load(file: nil, environment: required)
+        #expect(none.tokenSigner == nil && none.jwksJSON == #"{"keys":[]}"#)
+
+        let (configured, _) = try WorkerConfiguration.load(
+            file: nil, environment: required.merging(["ATTEST_TOKEN_KEYS": key, "ATTEST_TOKEN_ISSUER": "edge-1"]) { a, _ in a })
+        #expect(configured.tokenSigner?.issuer == "edge-1")
+        #expect(configured.jwksJSON.contains(try #require(configured.tokenSigner?.signingKeyID)))
+
+        for keys in ["\(key),\(notAKey)", "\(key),/nonexistent.pem", "\(key),,\(key)", "\(key),\(key)"] {
+            #expect(throws: WorkerConfiguration.Invalid.self, "\(keys)") {
+                try WorkerConfiguration.load(file: nil, environment: required.merging(["ATTEST_TOKEN_KEYS": keys]) { a, _ in a })
+            }
+        }
     }
 }

@@ -47,7 +47,25 @@ public enum Base64 {
 
     /// Standard alphabet with padding, as verdicts carry bytes.
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        encode(bytes, table: standardTable, padding: true)
+    }
+
+    /// base64url without padding (RFC 7515 §2), as JOSE writes every binary part of a token or key.
+    public static func encodeURL(_ bytes: some Collection<UInt8>) -> String {
+        encode(bytes, table: urlSafeTable, padding: false)
+    }
+
+    /// Decodes base64url without padding only, or returns nil: JOSE allows one encoding per byte string.
+    public static func decodeURL(_ text: some StringProtocol) -> [UInt8]? {
+        guard !text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "=") })
+        else { return nil }
+        return decode(String(text))
+    }
+
+    private static let standardTable = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlSafeTable = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    private static func encode(_ bytes: some Collection<UInt8>, table: [UInt8], padding: Bool) -> String {
         var out = [UInt8]()
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var iterator = bytes.makeIterator()
@@ -57,8 +75,8 @@ public enum Base64 {
             let n = UInt32(b0) << 16 | UInt32(b1 ?? 0) << 8 | UInt32(b2 ?? 0)
             out.append(table[Int(n >> 18 & 63)])
             out.append(table[Int(n >> 12 & 63)])
-            out.append(b1 == nil ? UInt8(ascii: "=") : table[Int(n >> 6 & 63)])
-            out.append(b2 == nil ? UInt8(ascii: "=") : table[Int(n & 63)])
+            if b1 != nil { out.append(table[Int(n >> 6 & 63)]) } else if padding { out.append(UInt8(ascii: "=")) }
+            if b2 != nil { out.append(table[Int(n & 63)]) } else if padding { out.append(UInt8(ascii: "=")) }
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -1,4 +1,6 @@
 import AttestCore
+import AttestJobs
+import AttestTokens
 import Foundation
 import KafkaClient
 
@@ -37,6 +39,12 @@ public struct WorkerConfiguration: Sendable {
     public var defaultEnvironments: String
     public var shutdownTimeoutSeconds: Double
     public var logLevel: String
+    /// The verdict-token key ring from `ATTEST_TOKEN_KEYS` (the first key signs, all are published) and
+    /// `ATTEST_TOKEN_ISSUER`; nil when no keys are configured, and then verdicts carry no token.
+    public var tokenSigner: TokenSigner?
+
+    /// The key set to serve for verdict tokens (`{"keys": []}` without keys, so clients get an answer).
+    public var jwksJSON: String { (tokenSigner?.jwks ?? JWKS(keys: [])).json.serialized() }
 
     /// Names and defaults, in the order `describe` prints them.
     public static let settings: [(name: String, defaultValue: String?, secret: Bool)] = [
@@ -63,6 +71,8 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_DEFAULT_ENVIRONMENTS", "production", false),
         ("ATTEST_SHUTDOWN_TIMEOUT", "20", false),
         ("ATTEST_LOG_LEVEL", "info", false),
+        ("ATTEST_TOKEN_KEYS", "", false),
+        ("ATTEST_TOKEN_ISSUER", TokenSigner.defaultIssuer, false),
     ]
 
     /// The configuration problems, one message each.
@@ -130,7 +140,8 @@ public struct WorkerConfiguration: Sendable {
             admitUnknownApps: reader.boolean("ATTEST_ADMIT_UNKNOWN_APPS"),
             defaultEnvironments: reader.oneOf("ATTEST_DEFAULT_ENVIRONMENTS", ["production", "development", "any"]),
             shutdownTimeoutSeconds: Double(reader.integer("ATTEST_SHUTDOWN_TIMEOUT", min: 1)),
-            logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]))
+            logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]),
+            tokenSigner: reader.tokenSigner("ATTEST_TOKEN_KEYS", issuer: "ATTEST_TOKEN_ISSUER"))
         if configuration.batchSize > configuration.maxBufferedMessages {
             reader.problems.append("ATTEST_BATCH_SIZE must not exceed ATTEST_MAX_BUFFERED_MESSAGES")
         }
@@ -209,6 +220,25 @@ public struct WorkerConfiguration: Sendable {
             if value.isEmpty { return nil }
             if !FileManager.default.isReadableFile(atPath: value) { problems.append("\(name): cannot read \(value)") }
             return value
+        }
+
+        /// PEM key files, comma-separated, loaded now so a bad key stops the start rather than the first
+        /// verdict. Errors name the file, never its contents.
+        mutating func tokenSigner(_ name: String, issuer issuerName: String) -> TokenSigner? {
+            let issuer = values[issuerName] ?? ""
+            if issuer.isEmpty { problems.append("\(issuerName) must not be empty") }
+            let paths = (values[name] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !paths.allSatisfy(\.isEmpty), !issuer.isEmpty else { return nil }
+            if paths.contains(where: \.isEmpty) {
+                problems.append("\(name) has an empty entry")
+                return nil
+            }
+            do {
+                return try TokenSigner(pemFiles: paths, issuer: issuer)
+            } catch {
+                problems.append("\(name): \(error)")
+                return nil
+            }
         }
 
         /// librdkafka passthrough properties (SPEC 6: "key=value" pairs separated by commas or newlines).

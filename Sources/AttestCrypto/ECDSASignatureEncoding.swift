@@ -1,0 +1,55 @@
+internal import COpenSSL
+
+/// Conversions between the DER ECDSA-Sig-Value OpenSSL signs and verifies and the fixed-width r ‖ s that
+/// JOSE (RFC 7518 §3.4) puts in tokens, through OpenSSL's own ECDSA_SIG and BIGNUM codecs.
+public enum ECDSASignatureEncoding {
+    /// r ‖ s, each left-padded to `coordinateSize` bytes; nil when `der` is not a strict DER signature or a
+    /// value does not fit.
+    public static func raw(fromDER der: [UInt8], coordinateSize: Int) -> [UInt8]? {
+        let sig = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor = buffer.baseAddress
+            let parsed = d2i_ECDSA_SIG(nil, &cursor, buffer.count)
+            if parsed != nil && cursor != buffer.baseAddress.map({ $0 + buffer.count }) {
+                ECDSA_SIG_free(parsed)
+                return nil
+            }
+            return parsed
+        }
+        guard let sig else {
+            ERR_clear_error()
+            return nil
+        }
+        defer { ECDSA_SIG_free(sig) }
+        var out = [UInt8](repeating: 0, count: 2 * coordinateSize)
+        let written = out.withUnsafeMutableBufferPointer { buffer in
+            let size = Int32(coordinateSize)
+            return BN_bn2binpad(ECDSA_SIG_get0_r(sig), buffer.baseAddress, size) == size
+                && BN_bn2binpad(ECDSA_SIG_get0_s(sig), buffer.baseAddress! + coordinateSize, size) == size
+        }
+        return written ? out : nil
+    }
+
+    /// The DER ECDSA-Sig-Value for r ‖ s (two equal halves, big-endian); nil for an empty or odd-length input.
+    public static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
+        guard !raw.isEmpty, raw.count % 2 == 0, let sig = ECDSA_SIG_new() else { return nil }
+        defer { ECDSA_SIG_free(sig) }
+        let half = Int32(raw.count / 2)
+        let (r, s) = raw.withUnsafeBufferPointer { buffer in
+            (BN_bin2bn(buffer.baseAddress, half, nil), BN_bin2bn(buffer.baseAddress! + Int(half), half, nil))
+        }
+        // ECDSA_SIG_set0 takes ownership of both numbers on success only.
+        guard let r, let s, ECDSA_SIG_set0(sig, r, s) == 1 else {
+            BN_free(r)
+            BN_free(s)
+            return nil
+        }
+        let length = i2d_ECDSA_SIG(sig, nil)
+        guard length > 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: Int(length))
+        let written = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_ECDSA_SIG(sig, &cursor)
+        }
+        return written == length ? out : nil
+    }
+}

@@ -1,0 +1,34 @@
+import AttestJobs
+import AttestVerifier
+
+/// The claims of a verdict token: registered JWT claims plus what a relying party acts on, then the app's
+/// custom claims, which can add but never replace.
+enum TokenClaims {
+    /// Names a custom claim may not take: the registered JWT claims and the worker's own.
+    static let reserved: Set<String> = [
+        "iss", "sub", "aud", "iat", "nbf", "exp", "jti", "kind", "deviceId", "environment", "riskCategory",
+    ]
+
+    static func build(
+        for verdict: Verdict, issuer: String, issuedAt: Int64, expiresAt: Int64, deviceId: String?,
+        riskCategory: String?, custom: [(String, JSONValue)]
+    ) -> JSONValue {
+        var claims: [(String, JSONValue)] = [
+            ("iss", .string(issuer)),
+            ("sub", .string(verdict.keyId ?? "")),
+            ("aud", .string("\(verdict.teamId ?? "").\(verdict.bundleId ?? "")")),
+            ("iat", .int(issuedAt)),
+            ("exp", .int(expiresAt)),
+            ("jti", .string(verdict.jobId ?? "")),
+            ("kind", .string(verdict.kind?.rawValue ?? "")),
+        ]
+        if let deviceId { claims.append(("deviceId", .string(deviceId))) }
+        if let environment = verdict.environment { claims.append(("environment", .string(environment.rawValue))) }
+        if let riskCategory { claims.append(("riskCategory", .string(riskCategory))) }
+        var names = Set(claims.map(\.0)).union(reserved)
+        for (name, value) in custom where names.insert(name).inserted {
+            claims.append((name, value))
+        }
+        return .object(claims)
+    }
+}
