@@ -55,7 +55,7 @@ let package = Package(
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "KafkaClient", "PostgresClient"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "KafkaClient", "PostgresClient"]
         ),
         .testTarget(
             name: "WorkerTests",

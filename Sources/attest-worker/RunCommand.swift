@@ -33,6 +33,11 @@ enum RunCommand: Subcommand {
         let metrics = WorkerMetrics()
         var routes = HTTPRoutes()
         HealthEndpoints.register(on: &routes, metrics: metrics.registry, readiness: metrics.readiness.check)
+        // Verdict-token keys: the signing key and the retired ones whose tokens may still be in use.
+        let jwks = Array(configuration.jwksJSON.utf8)
+        routes.add("GET", "/.well-known/jwks.json") { _ in
+            HTTPResponse(status: 200, contentType: "application/jwk-set+json", body: jwks, headers: [("Cache-Control", "max-age=300")])
+        }
         let http = HTTPServer(
             configuration: HTTPServer.Configuration(address: try HTTPAddress(parsing: configuration.httpAddress)),
             routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) })
@@ -91,7 +96,7 @@ enum RunCommand: Subcommand {
                 verdictsTopic: configuration.verdictsTopic, deadLetterTopic: configuration.deadLetterTopic,
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
-                threads: configuration.workers),
+                threads: configuration.workers, tokenSigner: configuration.tokenSigner),
             metrics: metrics)]
         for _ in 1..<configuration.batchLanes {
             let laneConnection = PGReconnectingConnection(conninfo: configuration.databaseURL, onRetry: onRetry)

@@ -233,7 +233,8 @@ func produce(_ topic: String, _ messages: [(key: [UInt8]?, value: [UInt8])]) thr
 func validate(_ lines: [String], schema: String) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", Stack.repository.appendingPathComponent("Tests/schemas/validate.py").path, schema]
+    let script = Stack.repository.appendingPathComponent("Tests/schemas/validate.py").path
+    process.arguments = [Stack.environment["PYTHON"] ?? "python3", script, schema]
     let input = Pipe()
     let output = Pipe()
     process.standardInput = input

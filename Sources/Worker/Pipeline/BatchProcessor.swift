@@ -1,6 +1,7 @@
 import AttestCore
 import AttestCrypto
 import AttestJobs
+import AttestTokens
 import AttestVerifier
 import Dispatch
 import KafkaClient
@@ -23,10 +24,13 @@ public final class BatchProcessor: Sendable {
         public var admitUnknownApps: Bool
         public var defaultEnvironments: EnvironmentPolicy
         public var threads: Int
+        /// Signs a token into every accepted verdict; nil: verdicts carry none.
+        public var tokenSigner: TokenSigner?
 
         public init(
             verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = 256 * 1024,
-            admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2
+            admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2,
+            tokenSigner: TokenSigner? = nil
         ) {
             self.verdictsTopic = verdictsTopic
             self.deadLetterTopic = deadLetterTopic
@@ -34,6 +38,7 @@ public final class BatchProcessor: Sendable {
             self.admitUnknownApps = admitUnknownApps
             self.defaultEnvironments = defaultEnvironments
             self.threads = threads
+            self.tokenSigner = tokenSigner
         }
     }
 
@@ -268,7 +273,7 @@ public final class BatchProcessor: Sendable {
         }
         switch job.payload {
         case .attestation(let request):
-            let (verdict, verified) = verifier.decide(request, of: job, policy: app.environments)
+            var (verdict, verified) = verifier.decide(request, of: job, policy: app.environments)
             guard let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
                 return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none)
             }
@@ -279,6 +284,7 @@ public final class BatchProcessor: Sendable {
                 environment: verified.environment.rawValue, deviceId: job.metadata["deviceId"] ?? previous?.deviceId ?? "",
                 fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
             state = DeviceState(record: record, key: key)
+            sign(&verdict, app: app, deviceId: job.metadata["deviceId"] ?? previous?.deviceId)
             let device = Decision.AttestedDevice(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
                 environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: job.metadata["deviceId"],
@@ -291,12 +297,25 @@ public final class BatchProcessor: Sendable {
             // A key attested for another app is unknown to this one.
             let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
             let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
-            let (verdict, verified) = verifier.decide(request, of: job, device: device)
+            var (verdict, verified) = verifier.decide(request, of: job, device: device)
             guard let verified else { return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none) }
             state?.record.counter = verified.counter
+            sign(&verdict, app: app, deviceId: known?.record.deviceId)
             return decision(
                 verdict, job: job, jobId: job.jobId, source: source,
                 change: .advanced(keyId: verified.keyId, counter: verified.counter))
+        }
+    }
+
+    /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others).
+    private func sign(_ verdict: inout Verdict, app: AppPolicy, deviceId: String?) {
+        guard let signer = settings.tokenSigner else { return }
+        do {
+            try verdict.attachToken(
+                signer: signer, lifetimeSeconds: Int64(app.tokenLifetimeSeconds), deviceId: deviceId.flatMap { $0.isEmpty ? nil : $0 })
+        } catch {
+            // OpenSSL refusing to sign means a broken process: the verdict goes out without a token, counted.
+            metrics?.errors.labels(["token"]).increment()
         }
     }
 
