@@ -20,14 +20,6 @@ final class BenchRig {
         /// ATTEST_KAFKA_PROPERTIES, for the worker and the benchmark's own clients.
         var kafkaProperties: String
 
-        static let help = """
-            --threads T      verification threads of the worker (default: the cores)
-            --batch-size B   the worker's ATTEST_BATCH_SIZE (default: the worker's)
-            --topics PREFIX  topics PREFIX.jobs, PREFIX.verdicts, PREFIX.dead (default bench.<random>; the
-                             caller deletes them)
-            --brokers HOST:PORT, --database-url URL   instead of ATTEST_KAFKA_BROKERS, ATTEST_DATABASE_URL
-            """
-
         init(_ args: inout Arguments) throws {
             let environment = ProcessInfo.processInfo.environment
             guard let brokers = try args.option("brokers") ?? environment["ATTEST_KAFKA_BROKERS"], !brokers.isEmpty else {
@@ -150,7 +142,7 @@ final class BenchRig {
     /// Every job against what was published and what PostgreSQL stored: lost when either is missing, decided
     /// twice when two different verdicts were published or the published one is not the stored one.
     static func check(
-        _ jobs: [PipelineWorkload.Message], published: [String: VerdictCollector.Record], stored: [String: [UInt8]]
+        _ jobs: [(jobId: String, expectedOK: Bool)], published: [String: VerdictCollector.Record], stored: [String: [UInt8]]
     ) -> (lost: Int, duplicates: Int, copies: Int, unexpected: Int) {
         var check = (lost: 0, duplicates: 0, copies: 0, unexpected: 0)
         for message in jobs {

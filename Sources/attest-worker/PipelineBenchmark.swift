@@ -177,7 +177,9 @@ struct PipelineBenchmark: Subcommand {
         // Stop the worker in order (a redelivery while it leaves would publish again), then check every job.
         live.worker.stop(seconds: 30)
         let secondHalf = try verifyInProcess(1)
-        let check = BenchRig.check(warmUp.jobs + stream.jobs + paced.jobs, published: live.verdicts.records, stored: try rig.storedVerdicts())
+        let check = BenchRig.check(
+            (warmUp.jobs + stream.jobs + paced.jobs).map { ($0.jobId, $0.expectedOK) }, published: live.verdicts.records,
+            stored: try rig.storedVerdicts())
         return Results(
             devices: options.devices, threads: threads, durability: live.durability, jobs: stream.jobs.count,
             jobsPerSec: jobsPerSec,

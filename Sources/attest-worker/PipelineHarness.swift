@@ -146,6 +146,9 @@ final class VerdictCollector: Sendable {
 
     var records: [String: Record] { state.withLock { $0.records } }
 
+    /// How many jobs have a verdict (without copying the records).
+    var count: Int { state.withLock { $0.records.count } }
+
     /// Stops the poll thread and leaves the group.
     func close() {
         stopping.store(true, ordering: .relaxed)
@@ -176,6 +179,21 @@ final class WorkerProcess {
     }
 
     var isRunning: Bool { process.isRunning }
+
+    /// The worker's resident memory in MiB, from /proc (setpriv execs the worker, so the PID is its own).
+    var residentMiB: Double? {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kiB = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kiB / 1024
+    }
+
+    /// Log lines at warning level or above so far.
+    var problemLines: Int {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").count { $0.contains(#""level":"warning""#) || $0.contains(#""level":"error""#) }
+    }
 
     /// SIGTERM (the worker's orderly stop), then SIGKILL if it is still there after `seconds`.
     func stop(seconds: Double) {

@@ -12,6 +12,7 @@ let usage = """
       token jwks|verify    print the verdict-token key set, or check a verdict token
       bench core           measure the verification core against raw OpenSSL verify rates
       bench pipeline       measure the worker end to end on the broker and PostgreSQL (ops/bench)
+      bench soak           a steady load for minutes: memory, backlog and warnings over time (ops/soak)
       help                 show this text
 
     Run `attest-worker <command> --help` for a command's options.
@@ -28,6 +29,7 @@ do {
     case "verify": status = try VerifyCommand.main(arguments)
     case "token": status = try TokenCommand.main(arguments)
     case "bench" where arguments.first == "pipeline": status = try PipelineBenchmark.main(Array(arguments.dropFirst()))
+    case "bench" where arguments.first == "soak": status = try SoakBenchmark.main(Array(arguments.dropFirst()))
     case "bench": status = try BenchCommand.main(arguments)
     case "help", "--help", "-h":
         print(usage)

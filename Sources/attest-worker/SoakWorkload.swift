@@ -1,0 +1,95 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestMint
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The job stream of `bench soak`: a fixed pool of devices attests once, then signs assertions round the
+/// pool for as long as the run lasts, minted as they are needed. The pool is fixed so that the worker's
+/// legitimate state (its device cache) stops growing once every device is known: whatever memory still
+/// grows after that is a leak. One assertion in twenty replays the device's last counter (5% invalid).
+final class SoakWorkload {
+    private struct Member {
+        let device: Device
+        let keyId: String
+        var counter: UInt32 = 0
+    }
+
+    static let invalidEvery = 20
+
+    let attestations: [PipelineWorkload.Message]
+    private var pool: [Member]
+    private let teamId: String
+    private let bundleId: String
+    private let prefix: String
+    private var issued = 0
+
+    init(pki: TestPKI, teamId: String, bundleId: String, prefix: String, devices: Int, threads: Int) throws {
+        self.teamId = teamId
+        self.bundleId = bundleId
+        self.prefix = prefix
+        let minted = Mutex<(members: [Member?], messages: [PipelineWorkload.Message?], error: (any Error)?)>(
+            (Array(repeating: nil, count: devices), Array(repeating: nil, count: devices), nil))
+        let next = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            while true {
+                let d = next.add(1, ordering: .relaxed).oldValue
+                guard d < devices else { return }
+                do {
+                    let device = try Device()
+                    let keyId = Base64.encode(device.keyId)
+                    let jobId = "\(prefix)-a\(d)"
+                    let hash = Digest.sha256.hash(Array(jobId.utf8))
+                    let attestation = try pki.mintAttestation(
+                        device: device, teamId: teamId, bundleId: bundleId, clientDataHash: hash, at: Date())
+                    let message = Self.message(jobId, keyId: keyId, ok: true, [
+                        ("kind", .string("attestation")), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
+                        ("keyId", .string(keyId)), ("attestationObject", .string(Base64.encode(attestation.attestationObject))),
+                        ("clientDataHash", .string(Base64.encode(hash))),
+                    ])
+                    minted.withLock {
+                        $0.members[d] = Member(device: device, keyId: keyId)
+                        $0.messages[d] = message
+                    }
+                } catch {
+                    minted.withLock { $0.error = $0.error ?? error }
+                    return
+                }
+            }
+        }
+        let (members, messages, error) = minted.withLock { ($0.members, $0.messages, $0.error) }
+        if let error { throw error }
+        pool = members.map { $0! }
+        attestations = messages.map { $0! }
+    }
+
+    /// The next `count` assertions, round the pool; every `invalidEvery`-th replays its device's counter.
+    func next(_ count: Int) throws -> [PipelineWorkload.Message] {
+        var batch = [PipelineWorkload.Message]()
+        batch.reserveCapacity(count)
+        for _ in 0..<count {
+            let n = issued
+            issued += 1
+            let d = n % pool.count
+            let valid = n % Self.invalidEvery != Self.invalidEvery - 1
+            let counter = valid ? pool[d].counter + 1 : pool[d].counter
+            let jobId = "\(prefix)-s\(n)"
+            let hash = Digest.sha256.hash(Array(jobId.utf8))
+            let assertion = try pool[d].device.mintAssertion(teamId: teamId, bundleId: bundleId, clientDataHash: hash, counter: counter)
+            if valid { pool[d].counter = counter }
+            batch.append(Self.message(jobId, keyId: pool[d].keyId, ok: valid, [
+                ("kind", .string("assertion")), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
+                ("keyId", .string(pool[d].keyId)), ("assertion", .string(Base64.encode(assertion.assertion))),
+                ("clientDataHash", .string(Base64.encode(hash))),
+            ]))
+        }
+        return batch
+    }
+
+    private static func message(_ jobId: String, keyId: String, ok: Bool, _ members: [(String, JSONValue)]) -> PipelineWorkload.Message {
+        let object = JSONValue.object([("jobId", .string(jobId))] + members).serialized()
+        return PipelineWorkload.Message(jobId: jobId, key: Array(keyId.utf8), head: Array(object.utf8.dropLast()), expectedOK: ok)
+    }
+}
