@@ -33,6 +33,12 @@ enum RunCommand: Subcommand {
         let metrics = WorkerMetrics()
         var routes = HTTPRoutes()
         HealthEndpoints.register(on: &routes, metrics: metrics.registry, readiness: metrics.readiness.check)
+        let issuer = ChallengeIssuer(conninfo: configuration.databaseURL)
+        ChallengeEndpoint(
+            issue: { teamId, bundleId throws(ChallengeIssuer.IssueError) in try issuer.issue(teamId: teamId, bundleId: bundleId) },
+            limiter: AppRateLimiter(perMinute: configuration.challengesPerMinute, burst: configuration.challengeBurst),
+            metrics: metrics, logger: logger
+        ).register(on: &routes)
         let http = HTTPServer(
             configuration: HTTPServer.Configuration(address: try HTTPAddress(parsing: configuration.httpAddress)),
             routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) })

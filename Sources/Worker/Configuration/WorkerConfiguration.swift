@@ -34,6 +34,9 @@ public struct WorkerConfiguration: Sendable {
     public var defaultEnvironments: String
     public var shutdownTimeoutSeconds: Double
     public var logLevel: String
+    /// `POST /v1/challenges` per app and process: the sustained rate and the burst.
+    public var challengesPerMinute: Int
+    public var challengeBurst: Int
 
     /// Names and defaults, in the order `describe` prints them.
     public static let settings: [(name: String, defaultValue: String?, secret: Bool)] = [
@@ -59,6 +62,8 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_DEFAULT_ENVIRONMENTS", "production", false),
         ("ATTEST_SHUTDOWN_TIMEOUT", "20", false),
         ("ATTEST_LOG_LEVEL", "info", false),
+        ("ATTEST_CHALLENGES_PER_MINUTE", "600", false),
+        ("ATTEST_CHALLENGE_BURST", "60", false),
     ]
 
     /// The configuration problems, one message each.
@@ -125,7 +130,9 @@ public struct WorkerConfiguration: Sendable {
             admitUnknownApps: reader.boolean("ATTEST_ADMIT_UNKNOWN_APPS"),
             defaultEnvironments: reader.oneOf("ATTEST_DEFAULT_ENVIRONMENTS", ["production", "development", "any"]),
             shutdownTimeoutSeconds: Double(reader.integer("ATTEST_SHUTDOWN_TIMEOUT", min: 1)),
-            logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]))
+            logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]),
+            challengesPerMinute: reader.integer("ATTEST_CHALLENGES_PER_MINUTE", min: 1),
+            challengeBurst: reader.integer("ATTEST_CHALLENGE_BURST", min: 1))
         if configuration.batchSize > configuration.maxBufferedMessages {
             reader.problems.append("ATTEST_BATCH_SIZE must not exceed ATTEST_MAX_BUFFERED_MESSAGES")
         }
