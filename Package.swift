@@ -55,7 +55,8 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkerTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "KafkaClient", "PostgresClient"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "KafkaClient", "PostgresClient",
+                "Observability"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

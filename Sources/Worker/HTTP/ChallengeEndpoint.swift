@@ -42,7 +42,8 @@ public struct ChallengeEndpoint: Sendable {
         }
     }
 
-    func handle(_ request: HTTPRequest) -> HTTPResponse {
+    /// Answers one issuance request (what the route runs, less the request counter).
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
         guard request.body.count <= Self.maxBodyBytes else {
             return Self.error(413, "too_large", "the body must be at most \(Self.maxBodyBytes) bytes")
         }

@@ -12,6 +12,14 @@ public struct IssuedChallenge: Sendable, Equatable {
     /// A job whose receivedAt is later gets `challenge_expired`.
     public var expiresAt: Timestamp
 
+    public init(bytes: [UInt8], teamId: String, bundleId: String, issuedAt: Timestamp, expiresAt: Timestamp) {
+        self.bytes = bytes
+        self.teamId = teamId
+        self.bundleId = bundleId
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+    }
+
     /// What the app receives, and what jobs carry back in `challenge`.
     public var text: String { Base64.encode(bytes) }
 
