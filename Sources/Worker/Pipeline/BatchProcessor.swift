@@ -269,7 +269,7 @@ public final class BatchProcessor: Sendable {
         }
         switch job.payload {
         case .attestation(let request):
-            let (verdict, verified) = verifier.decide(request, of: job, policy: app.environments)
+            let (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments) }
             guard let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
                 return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none)
             }
@@ -292,13 +292,19 @@ public final class BatchProcessor: Sendable {
             // A key attested for another app is unknown to this one.
             let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
             let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
-            let (verdict, verified) = verifier.decide(request, of: job, device: device)
+            let (verdict, verified) = timed(.assertion) { verifier.decide(request, of: job, device: device) }
             guard let verified else { return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none) }
             state?.record.counter = verified.counter
             return decision(
                 verdict, job: job, jobId: job.jobId, source: source,
                 change: .advanced(keyId: verified.keyId, counter: verified.counter))
         }
+    }
+
+    /// Runs one verification, timed per kind when metrics are on.
+    private func timed<T>(_ kind: Job.Kind, _ verify: () -> T) -> T {
+        guard let metrics else { return verify() }
+        return metrics.verificationSeconds.labels([kind.rawValue]).time(verify)
     }
 
     private func rejection(_ job: Job, _ failure: VerificationFailure, _ now: Timestamp) -> Verdict {
