@@ -94,9 +94,11 @@ import Testing
 
         // jobIds are global: prefixed with the run's app so that reruns against one database never collide.
         let id = { (name: String) in "\(bundleId)-\(name)" }
-        let first = try Self.attestation(bundleId: bundleId, jobId: id("first"), challenge: challenge)
+        // One device for both, so one partition and "first" is decided first.
+        let device = try Device()
+        let first = try Self.attestation(bundleId: bundleId, jobId: id("first"), challenge: challenge, device: device)
         try produce(topics.jobs, [
-            first, try Self.attestation(bundleId: bundleId, jobId: id("second"), challenge: challenge), first,
+            first, try Self.attestation(bundleId: bundleId, jobId: id("second"), challenge: challenge, device: device), first,
             try Self.attestation(bundleId: bundleId, jobId: id("stale"), challenge: stale),
             try Self.attestation(bundleId: bundleId, jobId: id("held"), challenge: held),
             try Self.attestation(bundleId: bundleId, jobId: id("forged"), challenge: Base64.encode(try SecureRandom.bytes(32))),
