@@ -94,7 +94,8 @@ for group in rules.get("groups", []):
             problems.append(f"{where}: ops/RUNBOOK.md has no '## {name}' section")
 if len(alerts) != len(set(alerts)):
     problems.append(f"{rules_path.relative_to(root)}: duplicate alert names")
-for section in sorted(sections - set(alerts)):
+# Sections named like alerts must belong to one (a renamed or removed alert); others (Housekeeping) may stay.
+for section in sorted(s for s in sections - set(alerts) if s.startswith("Attest")):
     problems.append(f"ops/RUNBOOK.md: section {section} has no alert")
 
 for problem in problems:

@@ -14,5 +14,5 @@ CREATE TABLE challenges (
     used_at      timestamptz,
     FOREIGN KEY (team_id, bundle_id) REFERENCES apps (team_id, bundle_id) ON DELETE CASCADE
 );
--- For purging old rows by age.
+-- For the purge of old rows (ops/RUNBOOK.md, "Housekeeping").
 CREATE INDEX challenges_expires ON challenges (expires_at);
