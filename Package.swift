@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(
             name: "WorkerTests",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "Worker", "KafkaClient",
-                "PostgresClient"]
+                "PostgresClient", "Observability"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

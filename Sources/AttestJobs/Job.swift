@@ -55,6 +55,14 @@ public struct Job: Sendable {
         }
     }
 
+    /// The challenge the job presents, as issued (nil when it carries none).
+    public var challenge: String? {
+        switch payload {
+        case .attestation(let r): return r.challenge
+        case .assertion(let r): return r.challenge
+        }
+    }
+
     /// Why a message could not be read as a job.
     public struct Invalid: Error, Sendable {
         /// The jobId when the message had one, so the verdict can be correlated.

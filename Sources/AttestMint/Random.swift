@@ -1,8 +1,10 @@
-import COpenSSL
+import AttestCrypto
 
 /// `count` bytes from OpenSSL's CSPRNG (serial numbers, receipt tokens).
 func randomBytes(_ count: Int) throws(MintError) -> [UInt8] {
-    var bytes = [UInt8](repeating: 0, count: count)
-    guard RAND_bytes(&bytes, Int32(count)) == 1 else { throw .openSSL("RAND_bytes") }
-    return bytes
+    do {
+        return try SecureRandom.bytes(count)
+    } catch {
+        throw .openSSL("RAND_bytes")
+    }
 }

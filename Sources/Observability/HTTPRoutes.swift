@@ -36,8 +36,9 @@ public struct HTTPResponse: Sendable {
 }
 
 /// Answers one request. Runs on one of libmicrohttpd's connection threads while that connection waits:
-/// keep it short and bounded (read cached state, do not call brokers or databases from here), and never
-/// stop the server from inside a handler (stopping joins the thread that runs the handler).
+/// keep it short and bounded (read cached state; call a database only on a connection of the handler's own
+/// with bounded retries, as challenge issuance does; never a broker), and never stop the server from inside
+/// a handler (stopping joins the thread that runs the handler).
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
 /// The routing table: exact paths, one handler per method. Fixed once the server starts.

@@ -38,6 +38,12 @@ enum RunCommand: Subcommand {
         routes.add("GET", "/.well-known/jwks.json") { _ in
             HTTPResponse(status: 200, contentType: "application/jwk-set+json", body: jwks, headers: [("Cache-Control", "max-age=300")])
         }
+        let issuer = ChallengeIssuer(conninfo: configuration.databaseURL)
+        ChallengeEndpoint(
+            issue: { teamId, bundleId throws(ChallengeIssuer.IssueError) in try issuer.issue(teamId: teamId, bundleId: bundleId) },
+            limiter: AppRateLimiter(perMinute: configuration.challengesPerMinute, burst: configuration.challengeBurst),
+            metrics: metrics, logger: logger
+        ).register(on: &routes)
         let http = HTTPServer(
             configuration: HTTPServer.Configuration(address: try HTTPAddress(parsing: configuration.httpAddress)),
             routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) })

@@ -8,6 +8,7 @@ let usage = """
       run                  the worker: Kafka jobs → verification → PostgreSQL → verdicts
       migrate              apply the database migrations
       app add|set|list     register apps and their policy
+      challenge new        issue a challenge for an app whose challenges the worker manages
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
       token jwks|verify    print the verdict-token key set, or check a verdict token
       bench core           measure the verification core against raw OpenSSL verify rates
@@ -26,6 +27,7 @@ do {
     case "run": status = try RunCommand.main(arguments)
     case "migrate": status = try MigrateCommand.main(arguments)
     case "app": status = try AppCommand.main(arguments)
+    case "challenge": status = try ChallengeCommand.main(arguments)
     case "verify": status = try VerifyCommand.main(arguments)
     case "token": status = try TokenCommand.main(arguments)
     case "bench" where arguments.first == "pipeline": status = try PipelineBenchmark.main(Array(arguments.dropFirst()))

@@ -20,6 +20,9 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     var commits = 0
     /// Counters another writer sets right after the next prefetch (a lost race).
     var raceCounters: [[UInt8]: UInt32] = [:]
+    /// Issued challenges by their bytes, with the job that consumed each.
+    var challenges: [[UInt8]: (app: String, expiresAt: Timestamp, usedBy: String?)] = [:]
+    var consumeCalls = 0
 
     func apps() throws(PGError) -> [String: AppPolicy] { lock.withLock { appPolicies } }
 
@@ -54,6 +57,30 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
                 verdicts[d.jobId] = d.verdictJSON
                 return .stored
             }
+        }
+    }
+
+    /// The conditional UPDATE's semantics: unknown or another app's, expired at receivedAt, taken by
+    /// another job, else consumed (again, for the job that holds it).
+    func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome] {
+        lock.withLock {
+            consumeCalls += 1
+            var outcomes = [String: ChallengeOutcome]()
+            for claim in claims {
+                guard let issued = challenges[claim.challenge], issued.app == claim.teamId + "." + claim.bundleId else {
+                    outcomes[claim.jobId] = .unknown
+                    continue
+                }
+                if claim.receivedAt > issued.expiresAt {
+                    outcomes[claim.jobId] = .expired
+                } else if issued.usedBy == nil || issued.usedBy == claim.jobId {
+                    challenges[claim.challenge]!.usedBy = claim.jobId
+                    outcomes[claim.jobId] = .consumed
+                } else {
+                    outcomes[claim.jobId] = .alreadyUsed
+                }
+            }
+            return outcomes
         }
     }
 }

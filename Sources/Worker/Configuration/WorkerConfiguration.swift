@@ -39,6 +39,9 @@ public struct WorkerConfiguration: Sendable {
     public var defaultEnvironments: String
     public var shutdownTimeoutSeconds: Double
     public var logLevel: String
+    /// `POST /v1/challenges` per app and process: the sustained rate and the burst.
+    public var challengesPerMinute: Int
+    public var challengeBurst: Int
     /// The verdict-token key ring from `ATTEST_TOKEN_KEYS` (the first key signs, all are published) and
     /// `ATTEST_TOKEN_ISSUER`; nil when no keys are configured, and then verdicts carry no token.
     public var tokenSigner: TokenSigner?
@@ -73,6 +76,8 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_LOG_LEVEL", "info", false),
         ("ATTEST_TOKEN_KEYS", "", false),
         ("ATTEST_TOKEN_ISSUER", TokenSigner.defaultIssuer, false),
+        ("ATTEST_CHALLENGES_PER_MINUTE", "600", false),
+        ("ATTEST_CHALLENGE_BURST", "60", false),
     ]
 
     /// The configuration problems, one message each.
@@ -141,6 +146,8 @@ public struct WorkerConfiguration: Sendable {
             defaultEnvironments: reader.oneOf("ATTEST_DEFAULT_ENVIRONMENTS", ["production", "development", "any"]),
             shutdownTimeoutSeconds: Double(reader.integer("ATTEST_SHUTDOWN_TIMEOUT", min: 1)),
             logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]),
+            challengesPerMinute: reader.integer("ATTEST_CHALLENGES_PER_MINUTE", min: 1),
+            challengeBurst: reader.integer("ATTEST_CHALLENGE_BURST", min: 1),
             tokenSigner: reader.tokenSigner("ATTEST_TOKEN_KEYS", issuer: "ATTEST_TOKEN_ISSUER"))
         if configuration.batchSize > configuration.maxBufferedMessages {
             reader.problems.append("ATTEST_BATCH_SIZE must not exceed ATTEST_MAX_BUFFERED_MESSAGES")

@@ -14,6 +14,7 @@ public final class WorkerMetrics: Sendable {
     let batchSize: Histogram
     let batchSeconds: Histogram
     let receivedToVerdict: Histogram
+    let verificationSeconds: Histogram
     let errors: Counter
     let inFlight: Gauge
     let lag: Gauge
@@ -35,12 +36,18 @@ public final class WorkerMetrics: Sendable {
         receivedToVerdict = registry.histogram(
             "attest_received_to_verdict_seconds", help: "From the job's receivedAt to its stored verdict.",
             buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300])
+        verificationSeconds = registry.histogram(
+            "attest_verification_seconds", help: "Time to verify one job (the core's checks), by kind.", labelNames: ["kind"],
+            buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
         errors = registry.counter("attest_errors_total", help: "Database and producer errors.", labelNames: ["component"])
         inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
         lag = registry.gauge("attest_consumer_lag", help: "Messages behind the high watermark, per partition.", labelNames: ["partition"])
         issuerCache = registry.counter(
             "attest_issuer_cache_lookups_total", help: "Verified-issuer cache lookups (intermediates, receipt signers).",
             labelNames: ["cache", "result"])
+        // What /readyz answers, as a series alerts can watch (a scrape only needs the process, not readiness).
+        let ready = registry.gauge("attest_ready", help: "1 when every readiness condition holds (/readyz is 200), else 0.")
+        registry.onCollect { [readiness] in ready.set(readiness.check() == nil ? 1 : 0) }
     }
 
     /// Copies cumulative cache counts into the counter (by difference), at scrape time.

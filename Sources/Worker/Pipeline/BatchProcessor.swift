@@ -11,7 +11,8 @@ import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.
 ///
-/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, decide in
+/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, one statement
+/// consuming the worker-issued challenges the batch presents (``ChallengeStore``), decide in
 /// parallel across keys (each key's jobs in order, each seeing the state its predecessors leave), one
 /// transaction for every decision, then the messages to publish in consumption order. A redelivered job
 /// gets the verdict stored for its jobId, unchanged; an assertion that lost a counter race is decided again
@@ -85,6 +86,8 @@ public final class BatchProcessor: Sendable {
         var keyBytes: [UInt8]?
         var decision: Decision?
         var outbound: Outbound?
+        /// How the job's worker-issued challenge was settled; nil when it made no claim.
+        var challenge: ChallengeOutcome?
     }
 
     /// Decides and stores `messages`; throws only infrastructure errors (after the store's own retries),
@@ -116,7 +119,8 @@ public final class BatchProcessor: Sendable {
         if toDecide.contains(where: { items[$0].job.map { policy(for: $0) == nil } ?? false }) {
             try refreshApps(now: now, force: true)
         }
-        decide(&items, toDecide)
+        try consumeChallenges(&items, toDecide, now: now)
+        decide(&items, toDecide, now: now)
 
         var round = toDecide
         for _ in 0..<Self.maxRounds where !round.isEmpty {
@@ -141,7 +145,7 @@ public final class BatchProcessor: Sendable {
                 for key in keys { devices.remove(key) }
                 let (_, fresh) = try store.prefetch(jobIds: [], keyIds: Array(keys))
                 for record in fresh.values { devices.put(record) }
-                decide(&items, conflicts)
+                decide(&items, conflicts, now: now)
             }
             round = conflicts
         }
@@ -217,7 +221,7 @@ public final class BatchProcessor: Sendable {
     }
 
     /// The app's policy, the default one for unknown apps when they are admitted, or nil.
-    private func policy(for job: Job) -> AppPolicy? {
+    func policy(for job: Job) -> AppPolicy? {
         if let app = apps.withLock({ $0.policies[job.teamId + "." + job.bundleId] }) { return app }
         guard settings.admitUnknownApps else { return nil }
         return AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
@@ -227,7 +231,7 @@ public final class BatchProcessor: Sendable {
 
     /// Decides `indices` in parallel across keys; the jobs of one key in order, each seeing the device state
     /// the previous one leaves (an attestation followed by its first assertions in the same batch).
-    private func decide(_ items: inout [Item], _ indices: [Int]) {
+    private func decide(_ items: inout [Item], _ indices: [Int], now: Timestamp) {
         var groups = [[UInt8]: [Int]]()
         var order = [[UInt8]]()
         for i in indices {
@@ -244,7 +248,7 @@ public final class BatchProcessor: Sendable {
             var decided = [(Int, Decision)]()
             for g in stride(from: lane, to: work.count, by: lanes) {
                 var state: DeviceState? = nil
-                for i in work[g] { decided.append((i, decideOne(snapshot[i], state: &state))) }
+                for i in work[g] { decided.append((i, decideOne(snapshot[i], now: now, state: &state))) }
             }
             results.withLock { $0 += decided }
         }
@@ -257,13 +261,13 @@ public final class BatchProcessor: Sendable {
         var key: ECPublicKey
     }
 
-    private func decideOne(_ item: Item, state: inout DeviceState?) -> Decision {
+    /// - Parameter now: the batch's clock reading, the one its challenge claims were made against.
+    private func decideOne(_ item: Item, now: Timestamp, state: inout DeviceState?) -> Decision {
         let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
         guard let job = item.job else {
             let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
             return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none)
         }
-        let now = verifier.clock.now()
         if let failure = verifier.checkReceivedAt(job, now: now) {
             return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
         }
@@ -271,9 +275,12 @@ public final class BatchProcessor: Sendable {
             let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
             return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
         }
+        if app.challenges == .worker, let failure = challengeFailure(item, job) {
+            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+        }
         switch job.payload {
         case .attestation(let request):
-            var (verdict, verified) = verifier.decide(request, of: job, policy: app.environments)
+            var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments) }
             guard let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
                 return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none)
             }
@@ -297,7 +304,7 @@ public final class BatchProcessor: Sendable {
             // A key attested for another app is unknown to this one.
             let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
             let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
-            var (verdict, verified) = verifier.decide(request, of: job, device: device)
+            var (verdict, verified) = timed(.assertion) { verifier.decide(request, of: job, device: device) }
             guard let verified else { return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none) }
             state?.record.counter = verified.counter
             sign(&verdict, app: app, deviceId: known?.record.deviceId)
@@ -317,6 +324,12 @@ public final class BatchProcessor: Sendable {
             // OpenSSL refusing to sign means a broken process: the verdict goes out without a token, counted.
             metrics?.errors.labels(["token"]).increment()
         }
+    }
+
+    /// Runs one verification, timed per kind when metrics are on.
+    private func timed<T>(_ kind: Job.Kind, _ verify: () -> T) -> T {
+        guard let metrics else { return verify() }
+        return metrics.verificationSeconds.labels([kind.rawValue]).time(verify)
     }
 
     private func rejection(_ job: Job, _ failure: VerificationFailure, _ now: Timestamp) -> Verdict {

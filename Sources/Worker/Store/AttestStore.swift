@@ -6,7 +6,8 @@ import PostgresClient
 /// The worker's PostgreSQL access: apps, devices and verdicts. Every method is one round trip whatever
 /// the batch size (pipeline mode), and every statement binds parameters; nothing is built from input.
 public final class AttestStore: @unchecked Sendable {
-    private let connection: PGReconnectingConnection
+    /// Internal for the store's extensions in other files (challenges).
+    let connection: PGReconnectingConnection
 
     /// - Parameter connection: retries on a fresh connection after connection loss, with backoff.
     public init(connection: PGReconnectingConnection) {

@@ -1,0 +1,49 @@
+import AttestCore
+import AttestJobs
+import AttestVerifier
+import PostgresClient
+
+/// The challenge step of the check order (SPEC 7): after the receivedAt bounds and the app registration,
+/// before any object check. Only apps registered with `--challenges worker` take part; for the others the
+/// verifier's binding rule is all there is.
+extension BatchProcessor {
+    /// Claims, in one round trip, the challenges of the jobs in `indices` that reach this step, and records
+    /// each job's outcome. A job claims whatever its verdict will be: the first job to present a challenge
+    /// consumes it.
+    func consumeChallenges(_ items: inout [Item], _ indices: [Int], now: Timestamp) throws(PGError) {
+        var claims = [ChallengeClaim]()
+        for i in indices {
+            guard let job = items[i].job, verifier.checkReceivedAt(job, now: now) == nil,
+                policy(for: job)?.challenges == .worker, let bytes = job.challenge.flatMap(Base64.decode)
+            else { continue }
+            claims.append(
+                ChallengeClaim(
+                    jobId: job.jobId, teamId: job.teamId, bundleId: job.bundleId, challenge: bytes, receivedAt: job.receivedAt))
+        }
+        guard !claims.isEmpty else { return }
+        let outcomes = try store.consumeChallenges(claims)
+        for i in indices {
+            if let jobId = items[i].jobId { items[i].challenge = outcomes[jobId] }
+        }
+    }
+
+    /// Why a job of a worker-challenge app fails the challenge step, or nil when it consumed its challenge.
+    func challengeFailure(_ item: Item, _ job: Job) -> VerificationFailure? {
+        guard let challenge = job.challenge else {
+            return VerificationFailure(.challengeInvalid, .missingField, "challenge is required: this app's challenges are issued by the worker")
+        }
+        guard Base64.decode(challenge) != nil else {
+            return VerificationFailure(.challengeInvalid, .malformedBase64, "challenge is not base64")
+        }
+        switch item.challenge {
+        case .consumed?:
+            return nil
+        case .unknown?, nil:
+            return VerificationFailure(.challengeInvalid, .challengeUnknown, "challenge was not issued for this app")
+        case .expired?:
+            return VerificationFailure(.challengeExpired, .challengeExpired, "challenge had expired at receivedAt")
+        case .alreadyUsed?:
+            return VerificationFailure(.challengeAlreadyUsed, .challengeAlreadyUsed, "challenge was consumed by another job")
+        }
+    }
+}

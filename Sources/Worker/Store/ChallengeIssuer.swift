@@ -1,0 +1,42 @@
+import AttestCrypto
+import PostgresClient
+import Synchronization
+
+/// Issues challenges (32 bytes from `RAND_bytes`, stored for five minutes) over a connection of its own, so
+/// issuance never waits behind the pipeline's batches. One caller at a time uses the connection; an outage
+/// fails a request within seconds instead of holding it.
+public final class ChallengeIssuer: Sendable {
+    /// Why a challenge could not be issued.
+    public enum IssueError: Error, Sendable {
+        /// The app is not registered (`attest-worker app add`).
+        case unknownApp
+        case randomUnavailable(SecureRandom.Failure)
+        case database(PGError)
+    }
+
+    private let connection: Mutex<PGReconnectingConnection>
+
+    /// - Parameter retrySeconds: how long one issuance keeps retrying a lost connection.
+    public init(conninfo: String, retrySeconds: Int = 2) {
+        connection = Mutex(
+            PGReconnectingConnection(
+                conninfo: conninfo, connectTimeoutSeconds: retrySeconds, retryTimeout: .seconds(retrySeconds)))
+    }
+
+    public func issue(teamId: String, bundleId: String) throws(IssueError) -> IssuedChallenge {
+        let bytes: [UInt8]
+        do { bytes = try SecureRandom.bytes(ChallengeStore.byteCount) } catch { throw .randomUnavailable(error) }
+        let issued: IssuedChallenge?
+        do {
+            issued = try connection.withLock { connection throws(PGError) in
+                try connection.run { c throws(PGError) in
+                    try ChallengeStore.insert(bytes, teamId: teamId, bundleId: bundleId, on: c)
+                }
+            }
+        } catch {
+            throw .database(error)
+        }
+        guard let issued else { throw .unknownApp }
+        return issued
+    }
+}
