@@ -18,6 +18,10 @@ public struct Verdict: Sendable {
     public var receipt: Receipt?
     /// Accepted jobs whose authenticator data carries Apple's extension map.
     public var extensions: AppleExtensions?
+    /// quota_exceeded: the app's monthly active device limit and the devices counted this month.
+    public var quota: (limit: Int, current: Int)?
+    /// The device's risk and integrity, on verdicts of jobs that could be read.
+    public var deviceIntelligence: DeviceIntelligence?
 
     public var ok: Bool { failure == nil }
 
@@ -43,6 +47,10 @@ public struct Verdict: Sendable {
             m.append(("reason", .string(failure.reason.rawValue)))
             m.append(("message", .string(failure.message)))
         }
+        if let quota {
+            m.append(("limit", .int(Int64(quota.limit))))
+            m.append(("current", .int(Int64(quota.current))))
+        }
         if let environment { m.append(("environment", .string(environment.rawValue))) }
         if let counter { m.append(("counter", .int(Int64(counter)))) }
         m.append(("verifiedAt", .string(verifiedAt.rfc3339)))
@@ -60,6 +68,7 @@ public struct Verdict: Sendable {
         if ok && (kind == .attestation || extensions != nil) {
             m.append(("extensions", extensions.map(Self.json) ?? .null))
         }
+        if let deviceIntelligence { m.append(("deviceIntelligence", deviceIntelligence.json)) }
         return .object(m)
     }
 

@@ -84,7 +84,7 @@ enum RunCommand: Subcommand {
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
                 threads: configuration.workers),
-            metrics: metrics)
+            metrics: metrics, logger: logger)
         let base = ["bootstrap.servers": configuration.kafkaBrokers]
         let consumerProperties = base.merging([
             "group.id": configuration.consumerGroup, "auto.offset.reset": "earliest", "enable.auto.commit": "true",

@@ -13,7 +13,8 @@ enum VerifyCommand: Subcommand {
         Reads jobs (JSON lines; `kind` attestation|assertion, or inferred from attestationObject/assertion)
         from FILE or stdin and prints one verdict (JSON) per job on stdout, in order. Assertion lines carry
         the stored device state: `publicKey` (base64 X9.62 point; absent or null = unknown key) and
-        `previousCounter`. Logs and warnings go to stderr.
+        `previousCounter`. Logs and warnings go to stderr. `deviceIntelligence` reflects the job alone under
+        the default risk weights; its deviceId is the job's, else the keyId (there is no store to keep one).
 
         options:
           --now RFC3339                 the clock (default: the system clock)
@@ -77,6 +78,12 @@ enum VerifyCommand: Subcommand {
         case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure)
         case .success(let parsed): job = parsed
         }
+        var verdict = decide(job, verifier: verifier, policy: policy)
+        verdict.deviceIntelligence = DeviceIntelligence.offline(verdict, of: job)
+        return verdict
+    }
+
+    private static func decide(_ job: Job, verifier: JobVerifier, policy: EnvironmentPolicy) -> Verdict {
         switch job.payload {
         case .attestation(let request):
             return verifier.decide(request, of: job, policy: policy).0

@@ -18,6 +18,7 @@ public final class WorkerMetrics: Sendable {
     let inFlight: Gauge
     let lag: Gauge
     let issuerCache: Counter
+    let quotaThresholds: Counter
     private let lastCacheCounts = Mutex<[String: Int]>([:])
 
     public init() {
@@ -41,6 +42,10 @@ public final class WorkerMetrics: Sendable {
         issuerCache = registry.counter(
             "attest_issuer_cache_lookups_total", help: "Verified-issuer cache lookups (intermediates, receipt signers).",
             labelNames: ["cache", "result"])
+        quotaThresholds = registry.counter(
+            "attest_mad_quota_thresholds_total",
+            help: "Apps' months crossing 80% or 100% of their monthly active device limit (each recorded once).",
+            labelNames: ["threshold"])
     }
 
     /// Copies cumulative cache counts into the counter (by difference), at scrape time.

@@ -42,6 +42,7 @@ public final class BatchProcessor: Sendable {
     let devices: DeviceCache
     let settings: Settings
     let metrics: WorkerMetrics?
+    let logger: Logger?
     private let apps = Mutex<(policies: [String: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
     /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
     static let appRefreshSeconds: Int64 = 5
@@ -52,13 +53,14 @@ public final class BatchProcessor: Sendable {
 
     public init(
         verifier: JobVerifier, store: any DecisionStore, devices: DeviceCache, settings: Settings,
-        metrics: WorkerMetrics? = nil
+        metrics: WorkerMetrics? = nil, logger: Logger? = nil
     ) {
         self.verifier = verifier
         self.store = store
         self.devices = devices
         self.settings = settings
         self.metrics = metrics
+        self.logger = logger
     }
 
     /// One consumed message on its way to being published.
@@ -105,11 +107,13 @@ public final class BatchProcessor: Sendable {
         if toDecide.contains(where: { items[$0].job.map { policy(for: $0) == nil } ?? false }) {
             try refreshApps(now: now, force: true)
         }
-        decide(&items, toDecide)
+        let ledger = try intelligenceLedger(items, toDecide)
+        decide(&items, toDecide, ledger)
 
         var round = toDecide
         for _ in 0..<Self.maxRounds where !round.isEmpty {
-            let outcomes = try store.commit(round.map { items[$0].decision! })
+            let (outcomes, crossings) = try store.commit(round.map { items[$0].decision! })
+            report(crossings)
             var conflicts = [Int]()
             for (i, outcome) in zip(round, outcomes) {
                 switch outcome {
@@ -130,7 +134,7 @@ public final class BatchProcessor: Sendable {
                 for key in keys { devices.remove(key) }
                 let (_, fresh) = try store.prefetch(jobIds: [], keyIds: Array(keys))
                 for record in fresh.values { devices.put(record) }
-                decide(&items, conflicts)
+                decide(&items, conflicts, ledger)
             }
             round = conflicts
         }
@@ -206,7 +210,7 @@ public final class BatchProcessor: Sendable {
     }
 
     /// The app's policy, the default one for unknown apps when they are admitted, or nil.
-    private func policy(for job: Job) -> AppPolicy? {
+    func policy(for job: Job) -> AppPolicy? {
         if let app = apps.withLock({ $0.policies[job.teamId + "." + job.bundleId] }) { return app }
         guard settings.admitUnknownApps else { return nil }
         return AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
@@ -216,7 +220,7 @@ public final class BatchProcessor: Sendable {
 
     /// Decides `indices` in parallel across keys; the jobs of one key in order, each seeing the device state
     /// the previous one leaves (an attestation followed by its first assertions in the same batch).
-    private func decide(_ items: inout [Item], _ indices: [Int]) {
+    private func decide(_ items: inout [Item], _ indices: [Int], _ ledger: IntelligenceLedger) {
         var groups = [[UInt8]: [Int]]()
         var order = [[UInt8]]()
         for i in indices {
@@ -233,7 +237,7 @@ public final class BatchProcessor: Sendable {
             var decided = [(Int, Decision)]()
             for g in stride(from: lane, to: work.count, by: lanes) {
                 var state: DeviceState? = nil
-                for i in work[g] { decided.append((i, decideOne(snapshot[i], state: &state))) }
+                for i in work[g] { decided.append((i, decideOne(snapshot[i], state: &state, ledger))) }
             }
             results.withLock { $0 += decided }
         }
@@ -246,38 +250,45 @@ public final class BatchProcessor: Sendable {
         var key: ECPublicKey
     }
 
-    private func decideOne(_ item: Item, state: inout DeviceState?) -> Decision {
+    private func decideOne(_ item: Item, state: inout DeviceState?, _ ledger: IntelligenceLedger) -> Decision {
         let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
         guard let job = item.job else {
             let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
             return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none)
         }
         let now = verifier.clock.now()
+        let cached = state?.record ?? item.keyBytes.flatMap { devices.get($0)?.record }
+        // The key's device as this app knows it: what its identity and risk history go by.
+        let attested = cached.flatMap { $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil }
         if let failure = verifier.checkReceivedAt(job, now: now) {
-            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+            var verdict = rejection(job, failure, now)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         guard let app = policy(for: job) else {
             let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
-            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+            var verdict = rejection(job, failure, now)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         switch job.payload {
         case .attestation(let request):
-            let (verdict, verified) = verifier.decide(request, of: job, policy: app.environments)
-            guard let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
-                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none)
+            var (verdict, verified) = verifier.decide(request, of: job, policy: app.environments)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
+            guard verdict.ok, let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
             }
-            let previous = state?.record ?? devices.get(verified.keyId)?.record
             let record = DeviceRecord(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                counter: previous?.publicKey == verified.publicKey ? previous!.counter : 0,
-                environment: verified.environment.rawValue, deviceId: job.metadata["deviceId"] ?? previous?.deviceId ?? "",
-                fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
+                counter: cached?.publicKey == verified.publicKey ? cached!.counter : 0,
+                environment: verified.environment.rawValue, deviceId: intelligence.deviceId,
+                fingerprint: job.metadata["deviceFingerprint"] ?? cached?.fingerprint)
             state = DeviceState(record: record, key: key)
             let device = Decision.AttestedDevice(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: job.metadata["deviceId"],
+                environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
                 metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device))
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
         case .assertion(let request):
             if state == nil, let keyBytes = item.keyBytes, let cached = devices.get(keyBytes) {
                 state = DeviceState(record: cached.record, key: cached.key)
@@ -285,12 +296,15 @@ public final class BatchProcessor: Sendable {
             // A key attested for another app is unknown to this one.
             let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
             let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
-            let (verdict, verified) = verifier.decide(request, of: job, device: device)
-            guard let verified else { return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none) }
+            var (verdict, verified) = verifier.decide(request, of: job, device: device)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: known?.record, app: app)
+            guard let verified else {
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+            }
             state?.record.counter = verified.counter
             return decision(
                 verdict, job: job, jobId: job.jobId, source: source,
-                change: .advanced(keyId: verified.keyId, counter: verified.counter))
+                change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
         }
     }
 
@@ -300,12 +314,15 @@ public final class BatchProcessor: Sendable {
         return verdict
     }
 
-    private func decision(_ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange) -> Decision {
+    private func decision(
+        _ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange,
+        _ intelligence: IntelligenceChange? = nil
+    ) -> Decision {
         Decision(
             jobId: jobId, kind: job?.kind.rawValue, keyId: job?.keyId, teamId: job?.teamId, bundleId: job?.bundleId,
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
-            source: source, change: change)
+            source: source, change: change, intelligence: intelligence)
     }
 
     private func record(_ decision: Decision) {

@@ -47,6 +47,8 @@ public struct Decision: Sendable {
     public var decidedAt: Timestamp
     public var source: Source?
     public var change: DeviceChange
+    /// The month's count and the device's risk (jobs that could be read); its category is the verdict's.
+    public var intelligence: IntelligenceChange?
 }
 
 /// What happened to a decision in the database.
