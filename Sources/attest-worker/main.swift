@@ -9,6 +9,7 @@ let usage = """
       migrate              apply the database migrations
       app add|set|list     register apps and their policy
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
+      mad                  monthly active devices per app and month (billing)
       bench core           measure the verification core against raw OpenSSL verify rates
       bench pipeline       measure the worker end to end on the broker and PostgreSQL (ops/bench)
       help                 show this text
@@ -25,6 +26,7 @@ do {
     case "migrate": status = try MigrateCommand.main(arguments)
     case "app": status = try AppCommand.main(arguments)
     case "verify": status = try VerifyCommand.main(arguments)
+    case "mad": status = try MadCommand.main(arguments)
     case "bench" where arguments.first == "pipeline": status = try PipelineBenchmark.main(Array(arguments.dropFirst()))
     case "bench": status = try BenchCommand.main(arguments)
     case "help", "--help", "-h":

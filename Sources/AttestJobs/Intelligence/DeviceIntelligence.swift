@@ -44,7 +44,7 @@ public struct DeviceIntelligence: Sendable, Equatable {
         history.record(DeviceEvent(verdict, newKey: true), at: job.receivedAt)
         let signals = history.signals(at: job.receivedAt, extensions: verdict.extensions)
         return DeviceIntelligence(
-            deviceId: job.metadata["deviceId"] ?? job.keyId, assessment: RiskModel.assess(signals, policy: RiskPolicy()),
+            deviceId: job.givenDeviceId ?? job.keyId, assessment: RiskModel.assess(signals, policy: RiskPolicy()),
             history: history)
     }
 }

@@ -44,11 +44,11 @@ final class IntelligenceLedger: Sendable {
             let event = DeviceEvent(verdict, newKey: newKey)
             history.record(event, at: job.receivedAt)
             if history.deviceId == nil {
-                history.deviceId = job.metadata["deviceId"] ?? stored.map(\.deviceId).flatMap { $0.isEmpty ? nil : $0 }
+                history.deviceId = job.givenDeviceId ?? stored.map(\.deviceId).flatMap { $0.isEmpty ? nil : $0 }
                     ?? UUID().uuidString.lowercased()
             }
             s.histories[device] = history
-            let deviceId = job.metadata["deviceId"] ?? history.deviceId!
+            let deviceId = job.givenDeviceId ?? history.deviceId!
             let signals = history.signals(at: job.receivedAt, extensions: verdict.extensions)
             let assessment = RiskModel.assess(signals, policy: app?.risk ?? RiskPolicy())
             verdict.deviceIntelligence = DeviceIntelligence(deviceId: deviceId, assessment: assessment, history: history)
