@@ -30,7 +30,4 @@ public struct DeviceEvent: Sendable, Equatable {
             receiptRiskMetric = verdict.receipt?.riskMetric
         }
     }
-
-    /// True when the event changes the stored history (accepted assertions only count as activity).
-    public var changesHistory: Bool { attested || failedAttestation || failedAssertion || counterReplay }
 }

@@ -8,4 +8,13 @@ public struct QuotaCrossing: Sendable, Equatable {
     public var threshold: Int
     public var devices: Int
     public var limit: Int
+
+    public init(teamId: String, bundleId: String, month: String, threshold: Int, devices: Int, limit: Int) {
+        self.teamId = teamId
+        self.bundleId = bundleId
+        self.month = month
+        self.threshold = threshold
+        self.devices = devices
+        self.limit = limit
+    }
 }
