@@ -27,15 +27,19 @@ enum Jobs {
 
     static func now() -> String { Timestamp(microseconds: Int64(Date().timeIntervalSince1970 * 1_000_000)).rfc3339 }
 
-    static func attestation(_ device: Device, bundleId: String, jobId: String) -> [UInt8] {
+    static func attestation(
+        _ device: Device, bundleId: String, jobId: String, options: AttestationOptions = AttestationOptions(),
+        metadata: [(String, JSONValue)] = []
+    ) -> [UInt8] {
         let cdh = Digest.sha256.hash(Array(jobId.utf8))
-        let minted = try! pki.mintAttestation(device: device, teamId: teamId, bundleId: bundleId, clientDataHash: cdh, at: Date())
+        let minted = try! pki.mintAttestation(
+            device: device, teamId: teamId, bundleId: bundleId, clientDataHash: cdh, at: Date(), options: options)
         return json([
             ("jobId", .string(jobId)), ("kind", .string("attestation")), ("teamId", .string(teamId)),
             ("bundleId", .string(bundleId)), ("keyId", .string(Base64.encode(device.keyId))),
             ("attestationObject", .string(Base64.encode(minted.attestationObject))),
             ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string(now())),
-        ])
+        ] + metadata)
     }
 
     static func assertion(_ device: Device, bundleId: String, jobId: String, counter: UInt32, signer: Device? = nil) -> [UInt8] {
@@ -53,9 +57,9 @@ enum Jobs {
 
     private static func json(_ members: [(String, JSONValue)]) -> [UInt8] { Array(JSONValue.object(members).serialized().utf8) }
 
-    /// Migrates and registers a fresh app through the CLI, as an operator would.
-    static func registerApp(_ bundleId: String) throws {
-        for arguments in [["migrate"], ["app", "add", "--team", teamId, "--bundle", bundleId, "--environments", "any"]] {
+    /// Migrates and registers a fresh app through the CLI, as an operator would, with `policy` options.
+    static func registerApp(_ bundleId: String, policy: [String] = []) throws {
+        for arguments in [["migrate"], ["app", "add", "--team", teamId, "--bundle", bundleId, "--environments", "any"] + policy] {
             let status = try Stack.run(Stack.binary, arguments)
             try #require(status == 0, "attest-worker \(arguments.joined(separator: " ")) failed")
         }
