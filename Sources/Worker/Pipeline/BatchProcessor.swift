@@ -10,9 +10,10 @@ import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.
 ///
-/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, decide in
-/// parallel across keys (each key's jobs in order, each seeing the state its predecessors leave), one
-/// transaction for every decision, then the messages to publish in consumption order. A redelivered job
+/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, one for the
+/// devices' risk histories, monthly counts and quotas, decide in parallel across keys (each key's jobs in
+/// order, each seeing the state its predecessors leave), one transaction for every decision (verdicts,
+/// devices, counts, scores), then the messages to publish in consumption order. A redelivered job
 /// gets the verdict stored for its jobId, unchanged; an assertion that lost a counter race is decided again
 /// against the stored counter.
 public final class BatchProcessor: Sendable {

@@ -21,7 +21,8 @@ public struct Decision: Sendable {
         public var publicKey: [UInt8]
         public var environment: String
         public var receipt: [UInt8]
-        /// The job's deviceId; nil: keep the stored one or generate a UUID.
+        /// The device's id (the job's, or the one its identity was given); nil: keep the stored one or
+        /// generate a UUID.
         public var deviceId: String?
         public var metadata: [String: String]
     }
