@@ -21,6 +21,10 @@ public struct Verdict: Sendable {
     /// Accepted jobs: the signed verdict token (compact JWS) and when it expires; set by AttestTokens.
     public var token: String?
     public var expiresAt: Timestamp?
+    /// quota_exceeded: the app's monthly active device limit and the devices counted this month.
+    public var quota: (limit: Int, current: Int)?
+    /// The device's risk and integrity, on verdicts of jobs that could be read.
+    public var deviceIntelligence: DeviceIntelligence?
 
     public var ok: Bool { failure == nil }
 
@@ -46,6 +50,10 @@ public struct Verdict: Sendable {
             m.append(("reason", .string(failure.reason.rawValue)))
             m.append(("message", .string(failure.message)))
         }
+        if let quota {
+            m.append(("limit", .int(Int64(quota.limit))))
+            m.append(("current", .int(Int64(quota.current))))
+        }
         if let environment { m.append(("environment", .string(environment.rawValue))) }
         if let counter { m.append(("counter", .int(Int64(counter)))) }
         m.append(("verifiedAt", .string(verifiedAt.rfc3339)))
@@ -67,6 +75,7 @@ public struct Verdict: Sendable {
             m.append(("token", .string(token)))
             m.append(("expiresAt", .string(expiresAt.rfc3339)))
         }
+        if let deviceIntelligence { m.append(("deviceIntelligence", deviceIntelligence.json)) }
         return .object(m)
     }
 

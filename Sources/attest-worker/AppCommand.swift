@@ -16,6 +16,9 @@ enum AppCommand: Subcommand {
           --mad-limit N                    monthly active device limit (default none)
           --grace-days D                   grace period once the limit is reached (default 7)
           --token-lifetime SECONDS         verdict token lifetime (default 3600)
+          --risk-weights JSON              risk weights per factor and the expected extension values, e.g.
+                                           {"counter_replay": 20, "minimum_bundle_version": "2.1"}; replaces
+                                           the app's settings ({} restores the defaults; docs/device-intelligence.md)
 
         \(DatabaseOptions.help)
         """
@@ -29,6 +32,7 @@ enum AppCommand: Subcommand {
         let madLimit = try args.option("mad-limit")
         let graceDays = try args.option("grace-days")
         let tokenLifetime = try args.option("token-lifetime")
+        let riskWeights = try args.option("risk-weights")
         let url = try DatabaseOptions.url(&args)
         let positionals = try args.positionals(max: 1)
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
@@ -39,7 +43,7 @@ enum AppCommand: Subcommand {
                 print(JSONValue.array(apps.map(describe)).serialized())
             } else {
                 for app in apps {
-                    print("\(app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)")
+                    print("\(app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)\trisk-weights=\(app.risk.json.serialized())")
                 }
             }
             return 0
@@ -65,6 +69,7 @@ enum AppCommand: Subcommand {
             if let madLimit { app.madLimit = madLimit == "none" ? nil : try number(madLimit, "--mad-limit") }
             if let graceDays { app.graceDays = try number(graceDays, "--grace-days") }
             if let tokenLifetime { app.tokenLifetimeSeconds = try number(tokenLifetime, "--token-lifetime", min: 1) }
+            if let riskWeights { app.risk = try parseRisk(riskWeights) }
             try store.upsert(app)
             print(describe(app).serialized())
             return 0
@@ -83,6 +88,17 @@ enum AppCommand: Subcommand {
         }
     }
 
+    private static func parseRisk(_ text: String) throws -> RiskPolicy {
+        guard let json = JSONValue.parse(Array(text.utf8)) else {
+            throw Arguments.UsageError(description: "--risk-weights must be a JSON object")
+        }
+        do {
+            return try RiskPolicy(json: json)
+        } catch {
+            throw Arguments.UsageError(description: "--risk-weights: \(error.description)")
+        }
+    }
+
     private static func number(_ text: String, _ name: String, min: Int = 0) throws -> Int {
         guard let value = Int(text), value >= min else { throw Arguments.UsageError(description: "\(name) must be a whole number ≥ \(min)") }
         return value
@@ -93,7 +109,7 @@ enum AppCommand: Subcommand {
             ("teamId", .string(app.teamId)), ("bundleId", .string(app.bundleId)),
             ("environments", .string(app.environments.rawValue)), ("challenges", .string(app.challenges.rawValue)),
             ("madLimit", app.madLimit.map { .int(Int64($0)) } ?? .null), ("graceDays", .int(Int64(app.graceDays))),
-            ("tokenLifetimeSeconds", .int(Int64(app.tokenLifetimeSeconds))),
+            ("tokenLifetimeSeconds", .int(Int64(app.tokenLifetimeSeconds))), ("riskWeights", app.risk.json),
         ])
     }
 }

@@ -103,7 +103,7 @@ enum RunCommand: Subcommand {
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
                 threads: configuration.workers, tokenSigner: configuration.tokenSigner),
-            metrics: metrics)]
+            metrics: metrics, logger: logger)]
         for _ in 1..<configuration.batchLanes {
             let laneConnection = PGReconnectingConnection(conninfo: configuration.databaseURL, onRetry: onRetry)
             processors.append(processors[0].sharing(store: AttestStore(connection: laneConnection)))

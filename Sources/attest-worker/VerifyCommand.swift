@@ -14,7 +14,8 @@ enum VerifyCommand: Subcommand {
         Reads jobs (JSON lines; `kind` attestation|assertion, or inferred from attestationObject/assertion)
         from FILE or stdin and prints one verdict (JSON) per job on stdout, in order. Assertion lines carry
         the stored device state: `publicKey` (base64 X9.62 point; absent or null = unknown key) and
-        `previousCounter`. Logs and warnings go to stderr.
+        `previousCounter`. Logs and warnings go to stderr. `deviceIntelligence` reflects the job alone under
+        the default risk weights; its deviceId is the job's, else the keyId (there is no store to keep one).
 
         options:
           --now RFC3339                 the clock (default: the system clock)
@@ -117,10 +118,21 @@ enum VerifyCommand: Subcommand {
         case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure)
         case .success(let parsed): job = parsed
         }
-        var verdict: Verdict
+        var verdict = decide(job, verifier: verifier, policy: policy)
+        let intelligence = DeviceIntelligence.offline(verdict, of: job)
+        verdict.deviceIntelligence = intelligence
+        if let tokens {
+            try verdict.attachToken(
+                signer: tokens.signer, lifetimeSeconds: tokens.lifetimeSeconds, deviceId: intelligence.deviceId,
+                riskCategory: intelligence.assessment.category.rawValue)
+        }
+        return verdict
+    }
+
+    private static func decide(_ job: Job, verifier: JobVerifier, policy: EnvironmentPolicy) -> Verdict {
         switch job.payload {
         case .attestation(let request):
-            verdict = verifier.decide(request, of: job, policy: policy).0
+            return verifier.decide(request, of: job, policy: policy).0
         case .assertion(let request):
             var device: StoredDevice? = nil
             if let text = job.storedPublicKey {
@@ -130,13 +142,8 @@ enum VerifyCommand: Subcommand {
                 }
                 device = StoredDevice(publicKey: key, counter: job.storedCounter ?? 0)
             }
-            verdict = verifier.decide(request, of: job, device: device).0
+            return verifier.decide(request, of: job, device: device).0
         }
-        if let tokens {
-            try verdict.attachToken(
-                signer: tokens.signer, lifetimeSeconds: tokens.lifetimeSeconds, deviceId: job.metadata["deviceId"])
-        }
-        return verdict
     }
 
     private static func flush(_ output: inout String) {

@@ -10,6 +10,7 @@ let usage = """
       app add|set|list     register apps and their policy
       challenge new        issue a challenge for an app whose challenges the worker manages
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
+      mad                  monthly active devices per app and month (billing)
       token jwks|verify    print the verdict-token key set, or check a verdict token
       bench core           measure the verification core against raw OpenSSL verify rates
       bench pipeline       measure the worker end to end on the broker and PostgreSQL (ops/bench)
@@ -30,6 +31,7 @@ do {
     case "challenge": status = try ChallengeCommand.main(arguments)
     case "verify": status = try VerifyCommand.main(arguments)
     case "token": status = try TokenCommand.main(arguments)
+    case "mad": status = try MadCommand.main(arguments)
     case "bench" where arguments.first == "pipeline": status = try PipelineBenchmark.main(Array(arguments.dropFirst()))
     case "bench" where arguments.first == "soak": status = try SoakBenchmark.main(Array(arguments.dropFirst()))
     case "bench": status = try BenchCommand.main(arguments)

@@ -22,4 +22,10 @@ import Testing
         #expect(Timestamp(rfc3339: "1969-12-31T23:59:59Z")!.rfc3339 == "1969-12-31T23:59:59Z")
         #expect(Timestamp(rfc3339: "2000-02-29T00:00:00Z")!.rfc3339 == "2000-02-29T00:00:00Z")
     }
+
+    @Test func utcMonthIsTheMonthAtUTC() {
+        #expect(Timestamp(rfc3339: "2026-04-30T23:59:59.999999Z")!.utcMonth == "2026-04")
+        #expect(Timestamp(rfc3339: "2026-05-01T00:30:00+02:00")!.utcMonth == "2026-04")
+        #expect(Timestamp(rfc3339: "1969-12-31T23:59:59Z")!.utcMonth == "1969-12")
+    }
 }

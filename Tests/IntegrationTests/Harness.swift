@@ -29,7 +29,8 @@ enum Jobs {
 
     /// An attestation job minted at `receivedAt` (the leaf is valid then), bound to SHA-256 of the jobId.
     static func attestation(
-        _ device: Device, bundleId: String, jobId: String, receivedAt: Date = Date(), options: AttestationOptions = AttestationOptions()
+        _ device: Device, bundleId: String, jobId: String, receivedAt: Date = Date(), options: AttestationOptions = AttestationOptions(),
+        metadata: [(String, JSONValue)] = []
     ) -> [UInt8] {
         let cdh = Digest.sha256.hash(Array(jobId.utf8))
         let minted = try! pki.mintAttestation(
@@ -39,7 +40,7 @@ enum Jobs {
             ("bundleId", .string(bundleId)), ("keyId", .string(Base64.encode(device.keyId))),
             ("attestationObject", .string(Base64.encode(minted.attestationObject))),
             ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string(timestamp(receivedAt))),
-        ])
+        ] + metadata)
     }
 
     static func assertion(
@@ -59,9 +60,9 @@ enum Jobs {
 
     private static func json(_ members: [(String, JSONValue)]) -> [UInt8] { Array(JSONValue.object(members).serialized().utf8) }
 
-    /// Migrates and registers a fresh app through the CLI, as an operator would.
-    static func registerApp(_ bundleId: String) throws {
-        for arguments in [["migrate"], ["app", "add", "--team", teamId, "--bundle", bundleId, "--environments", "any"]] {
+    /// Migrates and registers a fresh app through the CLI, as an operator would, with `policy` options.
+    static func registerApp(_ bundleId: String, policy: [String] = []) throws {
+        for arguments in [["migrate"], ["app", "add", "--team", teamId, "--bundle", bundleId, "--environments", "any"] + policy] {
             let status = try Stack.run(Stack.binary, arguments)
             try #require(status == 0, "attest-worker \(arguments.joined(separator: " ")) failed")
         }

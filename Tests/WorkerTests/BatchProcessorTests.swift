@@ -11,7 +11,8 @@ import Testing
 import Worker
 
 /// An in-memory DecisionStore with the SQL statements' semantics (insert-if-absent verdicts, counter
-/// compare-and-set), so the batch logic is tested without infrastructure.
+/// compare-and-set, monthly counts insert-if-absent, history increments, quota thresholds recorded once),
+/// so the batch logic is tested without infrastructure.
 final class FakeStore: DecisionStore, @unchecked Sendable {
     let lock = NSLock()
     var appPolicies: [String: AppPolicy] = [:]
@@ -23,6 +24,11 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     /// Issued challenges by their bytes, with the job that consumed each.
     var challenges: [[UInt8]: (app: String, expiresAt: Timestamp, usedBy: String?)] = [:]
     var consumeCalls = 0
+    var histories: [AppDevice: DeviceHistory] = [:]
+    /// Devices counted per month, with the job that counted them.
+    var counted: [MonthlyDevice: String] = [:]
+    /// Threshold (80, 100) → when it was reached, per app and month.
+    var quotaEvents: [AppMonth: [Int: Timestamp]] = [:]
 
     func apps() throws(PGError) -> [String: AppPolicy] { lock.withLock { appPolicies } }
 
@@ -36,10 +42,25 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         }
     }
 
-    func commit(_ decisions: [Decision]) throws(PGError) -> [CommitOutcome] {
+    func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot {
+        lock.withLock {
+            var snapshot = IntelligenceSnapshot()
+            snapshot.histories = histories.filter { query.devices.contains($0.key) }
+            snapshot.counted = Set(counted.keys).intersection(query.counted)
+            for month in query.months {
+                snapshot.quotas[month] = MonthlyQuota(devices: devices(in: month), limitReachedAt: quotaEvents[month]?[100])
+            }
+            return snapshot
+        }
+    }
+
+    private func devices(in month: AppMonth) -> Int { counted.keys.filter { $0.month == month }.count }
+
+    func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
         lock.withLock {
             commits += 1
-            return decisions.map { d in
+            var crossings = [QuotaCrossing]()
+            let outcomes = decisions.map { d -> CommitOutcome in
                 if let existing = verdicts[d.jobId] { return .alreadyDecided(verdictJSON: existing) }
                 switch d.change {
                 case .none:
@@ -55,8 +76,30 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
                     devices[keyId]!.counter = counter
                 }
                 verdicts[d.jobId] = d.verdictJSON
+                if let c = d.intelligence { crossings += apply(c, jobId: d.jobId, at: d.receivedAt!) }
                 return .stored
             }
+            return (outcomes, crossings)
+        }
+    }
+
+    private func apply(_ c: IntelligenceChange, jobId: String, at receivedAt: Timestamp) -> [QuotaCrossing] {
+        var history = histories[c.device] ?? DeviceHistory()
+        history.deviceId = history.deviceId ?? c.deviceId
+        history.record(c.event, at: receivedAt)
+        histories[c.device] = history
+        let month = AppMonth(teamId: c.device.teamId, bundleId: c.device.bundleId, month: c.month)
+        let monthly = MonthlyDevice(month: month, identity: c.device.identity)
+        guard c.countsAsActive, counted[monthly] == nil else { return [] }
+        counted[monthly] = jobId
+        guard let limit = appPolicies[month.teamId + "." + month.bundleId]?.madLimit else { return [] }
+        let count = devices(in: month)
+        return [80, 100].compactMap { threshold -> QuotaCrossing? in
+            guard count * 100 >= limit * threshold, quotaEvents[month]?[threshold] == nil else { return nil }
+            quotaEvents[month, default: [:]][threshold] = receivedAt
+            return QuotaCrossing(
+                teamId: month.teamId, bundleId: month.bundleId, month: month.month, threshold: threshold, devices: count,
+                limit: limit)
         }
     }
 
@@ -115,14 +158,16 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         return KafkaMessage(topic: "jobs", partition: 0, offset: offset, key: key, value: value, headers: [], timestampMs: nil)
     }
 
-    static func attestationJob(_ device: Device, jobId: String, bundleId: String = bundleId) -> [UInt8] {
+    static func attestationJob(
+        _ device: Device, jobId: String, bundleId: String = bundleId, metadata: [(String, JSONValue)] = []
+    ) -> [UInt8] {
         let cdh = Digest.sha256.hash(Array(jobId.utf8))
         let minted = try! pki.mintAttestation(device: device, teamId: teamId, bundleId: bundleId, clientDataHash: cdh, at: now)
         return Array(JSONValue.object([
             ("jobId", .string(jobId)), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
             ("keyId", .string(Base64.encode(device.keyId))), ("attestationObject", .string(Base64.encode(minted.attestationObject))),
             ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string("2026-04-24T03:06:40Z")),
-        ]).serialized().utf8)
+        ] + metadata).serialized().utf8)
     }
 
     static func assertionJob(_ device: Device, jobId: String, counter: UInt32, bundleId: String = bundleId) -> [UInt8] {

@@ -140,7 +140,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// Microseconds past the whole second.
     private var fraction: Int64 { microseconds - seconds * 1_000_000 }
 
-    private static func pad(_ v: Int64, _ width: Int) -> String {
+    static func pad(_ v: Int64, _ width: Int) -> String {
         let digits = String(v)
         return String(repeating: "0", count: max(0, width - digits.count)) + digits
     }

@@ -19,6 +19,7 @@ public final class WorkerMetrics: Sendable {
     let inFlight: Gauge
     let lag: Gauge
     let issuerCache: Counter
+    let quotaThresholds: Counter
     private let lastCacheCounts = Mutex<[String: Int]>([:])
 
     public init() {
@@ -45,6 +46,10 @@ public final class WorkerMetrics: Sendable {
         issuerCache = registry.counter(
             "attest_issuer_cache_lookups_total", help: "Verified-issuer cache lookups (intermediates, receipt signers).",
             labelNames: ["cache", "result"])
+        quotaThresholds = registry.counter(
+            "attest_mad_quota_thresholds_total",
+            help: "Apps' months crossing 80% or 100% of their monthly active device limit (each recorded once).",
+            labelNames: ["threshold"])
         // What /readyz answers, as a series alerts can watch (a scrape only needs the process, not readiness).
         let ready = registry.gauge("attest_ready", help: "1 when every readiness condition holds (/readyz is 200), else 0.")
         registry.onCollect { [readiness] in ready.set(readiness.check() == nil ? 1 : 0) }

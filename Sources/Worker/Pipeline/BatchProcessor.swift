@@ -11,10 +11,11 @@ import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.
 ///
-/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, one statement
-/// consuming the worker-issued challenges the batch presents (``ChallengeStore``), decide in
-/// parallel across keys (each key's jobs in order, each seeing the state its predecessors leave), one
-/// transaction for every decision, then the messages to publish in consumption order. A redelivered job
+/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, one for the
+/// devices' risk histories, monthly counts and quotas, one statement consuming the worker-issued challenges
+/// the batch presents (``ChallengeStore``), decide in parallel across keys (each key's jobs in order, each
+/// seeing the state its predecessors leave), one transaction for every decision (verdicts, devices, counts,
+/// scores), then the messages to publish in consumption order. A redelivered job
 /// gets the verdict stored for its jobId, unchanged; an assertion that lost a counter race is decided again
 /// against the stored counter.
 public final class BatchProcessor: Sendable {
@@ -48,6 +49,7 @@ public final class BatchProcessor: Sendable {
     let devices: DeviceCache
     let settings: Settings
     let metrics: WorkerMetrics?
+    let logger: Logger?
     private let apps = Mutex<(policies: [String: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
     /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
     static let appRefreshSeconds: Int64 = 5
@@ -58,13 +60,14 @@ public final class BatchProcessor: Sendable {
 
     public init(
         verifier: JobVerifier, store: any DecisionStore, devices: DeviceCache, settings: Settings,
-        metrics: WorkerMetrics? = nil
+        metrics: WorkerMetrics? = nil, logger: Logger? = nil
     ) {
         self.verifier = verifier
         self.store = store
         self.devices = devices
         self.settings = settings
         self.metrics = metrics
+        self.logger = logger
     }
 
     /// Another processor like this one (same verifier, device cache, settings and metrics) storing through
@@ -120,11 +123,13 @@ public final class BatchProcessor: Sendable {
             try refreshApps(now: now, force: true)
         }
         try consumeChallenges(&items, toDecide, now: now)
-        decide(&items, toDecide, now: now)
+        let ledger = try intelligenceLedger(items, toDecide)
+        decide(&items, toDecide, now: now, ledger)
 
         var round = toDecide
         for _ in 0..<Self.maxRounds where !round.isEmpty {
-            let outcomes = try store.commit(round.map { items[$0].decision! })
+            let (outcomes, crossings) = try store.commit(round.map { items[$0].decision! })
+            report(crossings)
             var conflicts = [Int]()
             for (i, outcome) in zip(round, outcomes) {
                 switch outcome {
@@ -145,7 +150,7 @@ public final class BatchProcessor: Sendable {
                 for key in keys { devices.remove(key) }
                 let (_, fresh) = try store.prefetch(jobIds: [], keyIds: Array(keys))
                 for record in fresh.values { devices.put(record) }
-                decide(&items, conflicts, now: now)
+                decide(&items, conflicts, now: now, ledger)
             }
             round = conflicts
         }
@@ -231,7 +236,7 @@ public final class BatchProcessor: Sendable {
 
     /// Decides `indices` in parallel across keys; the jobs of one key in order, each seeing the device state
     /// the previous one leaves (an attestation followed by its first assertions in the same batch).
-    private func decide(_ items: inout [Item], _ indices: [Int], now: Timestamp) {
+    private func decide(_ items: inout [Item], _ indices: [Int], now: Timestamp, _ ledger: IntelligenceLedger) {
         var groups = [[UInt8]: [Int]]()
         var order = [[UInt8]]()
         for i in indices {
@@ -248,7 +253,7 @@ public final class BatchProcessor: Sendable {
             var decided = [(Int, Decision)]()
             for g in stride(from: lane, to: work.count, by: lanes) {
                 var state: DeviceState? = nil
-                for i in work[g] { decided.append((i, decideOne(snapshot[i], now: now, state: &state))) }
+                for i in work[g] { decided.append((i, decideOne(snapshot[i], now: now, state: &state, ledger))) }
             }
             results.withLock { $0 += decided }
         }
@@ -262,41 +267,50 @@ public final class BatchProcessor: Sendable {
     }
 
     /// - Parameter now: the batch's clock reading, the one its challenge claims were made against.
-    private func decideOne(_ item: Item, now: Timestamp, state: inout DeviceState?) -> Decision {
+    private func decideOne(_ item: Item, now: Timestamp, state: inout DeviceState?, _ ledger: IntelligenceLedger) -> Decision {
         let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
         guard let job = item.job else {
             let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
             return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none)
         }
+        let cached = state?.record ?? item.keyBytes.flatMap { devices.get($0)?.record }
+        // The key's device as this app knows it: what its identity and risk history go by.
+        let attested = cached.flatMap { $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil }
         if let failure = verifier.checkReceivedAt(job, now: now) {
-            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+            var verdict = rejection(job, failure, now)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         guard let app = policy(for: job) else {
             let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
-            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+            var verdict = rejection(job, failure, now)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         if app.challenges == .worker, let failure = challengeFailure(item, job) {
-            return decision(rejection(job, failure, now), job: job, jobId: job.jobId, source: source, change: .none)
+            var verdict = rejection(job, failure, now)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         switch job.payload {
         case .attestation(let request):
             var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments) }
-            guard let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
-                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none)
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
+            guard verdict.ok, let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
             }
-            let previous = state?.record ?? devices.get(verified.keyId)?.record
             let record = DeviceRecord(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                counter: previous?.publicKey == verified.publicKey ? previous!.counter : 0,
-                environment: verified.environment.rawValue, deviceId: job.metadata["deviceId"] ?? previous?.deviceId ?? "",
-                fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
+                counter: cached?.publicKey == verified.publicKey ? cached!.counter : 0,
+                environment: verified.environment.rawValue, deviceId: intelligence.deviceId,
+                fingerprint: job.metadata["deviceFingerprint"] ?? cached?.fingerprint)
             state = DeviceState(record: record, key: key)
-            sign(&verdict, app: app, deviceId: job.metadata["deviceId"] ?? previous?.deviceId)
+            sign(&verdict, app: app, intelligence)
             let device = Decision.AttestedDevice(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: job.metadata["deviceId"],
+                environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
                 metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device))
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
         case .assertion(let request):
             if state == nil, let keyBytes = item.keyBytes, let cached = devices.get(keyBytes) {
                 state = DeviceState(record: cached.record, key: cached.key)
@@ -305,21 +319,26 @@ public final class BatchProcessor: Sendable {
             let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
             let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
             var (verdict, verified) = timed(.assertion) { verifier.decide(request, of: job, device: device) }
-            guard let verified else { return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none) }
+            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: known?.record, app: app)
+            guard let verified else {
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+            }
             state?.record.counter = verified.counter
-            sign(&verdict, app: app, deviceId: known?.record.deviceId)
+            sign(&verdict, app: app, intelligence)
             return decision(
                 verdict, job: job, jobId: job.jobId, source: source,
-                change: .advanced(keyId: verified.keyId, counter: verified.counter))
+                change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
         }
     }
 
-    /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others).
-    private func sign(_ verdict: inout Verdict, app: AppPolicy, deviceId: String?) {
+    /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others),
+    /// with the device id and risk category the verdict reports.
+    private func sign(_ verdict: inout Verdict, app: AppPolicy, _ intelligence: IntelligenceChange) {
         guard let signer = settings.tokenSigner else { return }
         do {
             try verdict.attachToken(
-                signer: signer, lifetimeSeconds: Int64(app.tokenLifetimeSeconds), deviceId: deviceId.flatMap { $0.isEmpty ? nil : $0 })
+                signer: signer, lifetimeSeconds: Int64(app.tokenLifetimeSeconds), deviceId: intelligence.deviceId,
+                riskCategory: intelligence.riskCategory.rawValue)
         } catch {
             // OpenSSL refusing to sign means a broken process: the verdict goes out without a token, counted.
             metrics?.errors.labels(["token"]).increment()
@@ -338,12 +357,15 @@ public final class BatchProcessor: Sendable {
         return verdict
     }
 
-    private func decision(_ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange) -> Decision {
+    private func decision(
+        _ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange,
+        _ intelligence: IntelligenceChange? = nil
+    ) -> Decision {
         Decision(
             jobId: jobId, kind: job?.kind.rawValue, keyId: job?.keyId, teamId: job?.teamId, bundleId: job?.bundleId,
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
-            source: source, change: change)
+            source: source, change: change, intelligence: intelligence)
     }
 
     private func record(_ decision: Decision) {

@@ -1,3 +1,4 @@
+import AttestJobs
 import AttestVerifier
 
 /// An app's registration (SPEC 5): which environments it accepts and how it uses challenges; quota, token
@@ -17,10 +18,13 @@ public struct AppPolicy: Sendable, Equatable {
     public var madLimit: Int?
     public var graceDays: Int
     public var tokenLifetimeSeconds: Int
+    /// Risk weights and the extension values the app expects (`apps.risk_weights`).
+    public var risk: RiskPolicy
 
     public init(
         teamId: String, bundleId: String, environments: EnvironmentPolicy = .production,
-        challenges: ChallengeMode = .backend, madLimit: Int? = nil, graceDays: Int = 7, tokenLifetimeSeconds: Int = 3600
+        challenges: ChallengeMode = .backend, madLimit: Int? = nil, graceDays: Int = 7, tokenLifetimeSeconds: Int = 3600,
+        risk: RiskPolicy = RiskPolicy()
     ) {
         self.teamId = teamId
         self.bundleId = bundleId
@@ -29,6 +33,7 @@ public struct AppPolicy: Sendable, Equatable {
         self.madLimit = madLimit
         self.graceDays = graceDays
         self.tokenLifetimeSeconds = tokenLifetimeSeconds
+        self.risk = risk
     }
 
     public var appId: String { teamId + "." + bundleId }

@@ -19,7 +19,7 @@ public final class AttestStore: @unchecked Sendable {
     public func apps() throws(PGError) -> [String: AppPolicy] {
         let rows = try connection.run { c throws(PGError) in
             try c.execute(
-                "SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds FROM apps")
+                "SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights FROM apps")
         }
         var apps = [String: AppPolicy]()
         for r in 0..<rows.count {
@@ -28,7 +28,8 @@ public final class AttestStore: @unchecked Sendable {
                 environments: rows.string(r, 2).flatMap(EnvironmentPolicy.init(rawValue:)) ?? .production,
                 challenges: rows.string(r, 3).flatMap(AppPolicy.ChallengeMode.init(rawValue:)) ?? .backend,
                 madLimit: rows.int(r, 4).map(Int.init), graceDays: Int(rows.int(r, 5) ?? 7),
-                tokenLifetimeSeconds: Int(rows.int(r, 6) ?? 3600))
+                tokenLifetimeSeconds: Int(rows.int(r, 6) ?? 3600),
+                risk: rows.string(r, 7).flatMap { JSONValue.parse(Array($0.utf8)) }.flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy())
             apps[app.appId] = app
         }
         return apps
@@ -39,16 +40,18 @@ public final class AttestStore: @unchecked Sendable {
         _ = try connection.run { c throws(PGError) in
             try c.execute(
                 """
-                INSERT INTO apps (team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds)
-                VALUES ($1, $2, $3, $4, $5, $6, $7)
+                INSERT INTO apps (team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds,
+                    risk_weights)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)
                 ON CONFLICT (team_id, bundle_id) DO UPDATE SET environments = EXCLUDED.environments,
                     challenges = EXCLUDED.challenges, mad_limit = EXCLUDED.mad_limit, grace_days = EXCLUDED.grace_days,
-                    token_lifetime_seconds = EXCLUDED.token_lifetime_seconds, updated_at = now()
+                    token_lifetime_seconds = EXCLUDED.token_lifetime_seconds, risk_weights = EXCLUDED.risk_weights,
+                    updated_at = now()
                 """,
                 [
                     .text(app.teamId), .text(app.bundleId), .text(app.environments.rawValue), .text(app.challenges.rawValue),
                     app.madLimit.map { .int(Int64($0)) } ?? .null, .int(Int64(app.graceDays)),
-                    .int(Int64(app.tokenLifetimeSeconds)),
+                    .int(Int64(app.tokenLifetimeSeconds)), .json(app.risk.json.serialized()),
                 ])
         }
     }
@@ -93,20 +96,23 @@ public final class AttestStore: @unchecked Sendable {
 
     /// Stores a batch of decisions in one transaction and one round trip, in order (so a device's
     /// attestation is stored before its assertions in the same batch). The outcome of each says whether it
-    /// was stored, already decided, or lost a counter race.
-    public func commit(_ decisions: [Decision]) throws(PGError) -> [CommitOutcome] {
-        guard !decisions.isEmpty else { return [] }
+    /// was stored, already decided, or lost a counter race; the crossings are the quota thresholds the
+    /// batch's newly counted devices crossed.
+    public func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
+        guard !decisions.isEmpty else { return ([], []) }
         var statements: [(sql: String, params: [PGValue])] = [("BEGIN", [])]
         for decision in decisions { statements.append(Self.statement(for: decision)) }
+        statements.append(IntelligenceWrites.tally(decisions.compactMap(\.intelligence)))
         statements.append(("COMMIT", []))
         let results = try connection.run { c throws(PGError) in try c.pipeline(statements) }
-        return decisions.indices.map { i in
+        let outcomes = decisions.indices.map { i -> CommitOutcome in
             let rows = results[i + 1]
             // Every statement returns (stored, existing verdict_json).
             if rows.int(0, 0) == 1 { return .stored }
             if let existing = rows.string(0, 1) { return .alreadyDecided(verdictJSON: existing) }
             return .counterConflict
         }
+        return (outcomes, IntelligenceWrites.crossings(results[decisions.count + 1]))
     }
 
     /// The verdict row's parameters $1…$14, shared by the three statement shapes.
@@ -127,15 +133,23 @@ public final class AttestStore: @unchecked Sendable {
         """
     private static let verdictValues = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14"
 
-    /// One statement per decision, returning (1 if stored else 0, the verdict stored before if any).
+    /// One statement per decision, returning (1 if stored else 0, the verdict stored before if any). Each
+    /// shape's CTEs name the stored verdict `v`; the intelligence writes hang off it.
     static func statement(for d: Decision) -> (sql: String, params: [PGValue]) {
-        let existing = "(SELECT verdict_json FROM verdicts WHERE job_id = $1)"
+        let (ctes, params) = changeCTEs(for: d)
+        let extra = d.intelligence.map { IntelligenceWrites.ctes(for: $0, firstParameter: params.count + 1) }
+        return (
+            ctes + (extra?.sql ?? "") + "\nSELECT (SELECT count(*) FROM v)::int, (SELECT verdict_json FROM verdicts WHERE job_id = $1)",
+            params + (extra?.params ?? [])
+        )
+    }
+
+    private static func changeCTEs(for d: Decision) -> (sql: String, params: [PGValue]) {
         switch d.change {
         case .none:
             return (
                 """
                 WITH v AS (\(insertVerdict) VALUES (\(verdictValues)) ON CONFLICT (job_id) DO NOTHING RETURNING 1)
-                SELECT (SELECT count(*) FROM v)::int, \(existing)
                 """,
                 verdictParams(d)
             )
@@ -163,7 +177,6 @@ public final class AttestStore: @unchecked Sendable {
                         attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
                         last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
                     RETURNING 1)
-                SELECT (SELECT count(*) FROM v)::int, \(existing)
                 """,
                 verdictParams(d) + [
                     .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), .bytes(device.receipt),
@@ -183,7 +196,6 @@ public final class AttestStore: @unchecked Sendable {
                     RETURNING 1),
                 v AS (\(insertVerdict) SELECT \(verdictValues) WHERE EXISTS (SELECT 1 FROM d)
                     ON CONFLICT (job_id) DO NOTHING RETURNING 1)
-                SELECT (SELECT count(*) FROM v)::int, \(existing)
                 """,
                 verdictParams(d) + [.bytes(keyId), .int(Int64(counter))]
             )

@@ -21,7 +21,8 @@ public struct Decision: Sendable {
         public var publicKey: [UInt8]
         public var environment: String
         public var receipt: [UInt8]
-        /// The job's deviceId; nil: keep the stored one or generate a UUID.
+        /// The device's id (the job's, or the one its identity was given); nil: keep the stored one or
+        /// generate a UUID.
         public var deviceId: String?
         public var metadata: [String: String]
     }
@@ -47,6 +48,8 @@ public struct Decision: Sendable {
     public var decidedAt: Timestamp
     public var source: Source?
     public var change: DeviceChange
+    /// The month's count and the device's risk (jobs that could be read); its category is the verdict's.
+    public var intelligence: IntelligenceChange?
 }
 
 /// What happened to a decision in the database.

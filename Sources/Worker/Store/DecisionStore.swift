@@ -4,7 +4,8 @@ import PostgresClient
 public protocol DecisionStore: Sendable {
     func apps() throws(PGError) -> [String: AppPolicy]
     func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: String], devices: [[UInt8]: DeviceRecord])
-    func commit(_ decisions: [Decision]) throws(PGError) -> [CommitOutcome]
+    func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot
+    func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing])
     /// Settles worker-issued challenges by jobId, one round trip for the batch (see ``ChallengeStore``).
     func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome]
 }

@@ -1,0 +1,33 @@
+import AttestVerifier
+
+/// What one verdict adds to its device's history. Rejections that say nothing about the device (job_invalid,
+/// quota_exceeded) add nothing.
+public struct DeviceEvent: Sendable, Equatable {
+    /// An accepted attestation.
+    public var attested = false
+    /// The accepted attestation is of a key not attested before under this identity.
+    public var newKey = false
+    public var failedAttestation = false
+    public var failedAssertion = false
+    public var counterReplay = false
+    /// Accepted attestations: the environment and the receipt's risk metric.
+    public var environment: AppAttestEnvironment?
+    public var receiptRiskMetric: Int?
+
+    public init(_ verdict: Verdict, newKey: Bool) {
+        if let failure = verdict.failure {
+            guard failure.code != .jobInvalid && failure.code != .quotaExceeded else { return }
+            switch verdict.kind {
+            case .attestation?: failedAttestation = true
+            case .assertion? where failure.reason == .counterNotIncreasing: counterReplay = true
+            case .assertion?: failedAssertion = true
+            case nil: break
+            }
+        } else if verdict.kind == .attestation {
+            attested = true
+            self.newKey = newKey
+            environment = verdict.environment
+            receiptRiskMetric = verdict.receipt?.riskMetric
+        }
+    }
+}

@@ -1,0 +1,24 @@
+/// What the risk model sees of one device (per app and identity), gathered from its stored history and
+/// the job at hand. Plain values, so the model stays a pure function.
+public struct RiskSignals: Sendable, Equatable {
+    /// The key was attested in Apple's development environment (a development-signed build).
+    public var developmentBuild = false
+    /// Assertions rejected because their counter did not increase.
+    public var counterReplays = 0
+    /// Attestations rejected for the device itself (not job_invalid or quota_exceeded).
+    public var failedAttestations = 0
+    /// Assertions rejected for reasons other than counter replays (not job_invalid).
+    public var failedAssertions = 0
+    /// Distinct keys attested under the device's identity (a regenerated key adds one).
+    public var keys = 0
+    /// Accepted attestations in the 24 hours before the job's receivedAt.
+    public var attestationsLast24Hours = 0
+    /// The receipt's risk metric, when Apple's receipt carried one.
+    public var receiptRiskMetric: Int?
+    /// `apple_validation_category_01` when present in its documented form.
+    public var validationCategory: UInt32?
+    /// `apple_bundle_version_01` when present as text.
+    public var bundleVersion: String?
+
+    public init() {}
+}

@@ -1,0 +1,17 @@
+import AttestJobs
+
+/// What a decision writes besides its verdict and device: the month's count, the device's risk history
+/// and score. Applied only when the verdict itself is newly stored, so redelivery never counts twice.
+public struct IntelligenceChange: Sendable {
+    public var device: AppDevice
+    public var month: String
+    public var event: DeviceEvent
+    public var deviceId: String
+    public var assessment: RiskAssessment
+    /// Accepted verdicts count their device once in the month of the job's receivedAt.
+    public var countsAsActive: Bool
+    public var keyId: [UInt8]?
+
+    /// For verdict tokens, which carry the category.
+    public var riskCategory: RiskCategory { assessment.category }
+}

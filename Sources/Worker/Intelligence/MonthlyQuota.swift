@@ -1,0 +1,20 @@
+import AttestCore
+
+/// An app's month as its quota sees it: the devices counted so far and when the count first reached the
+/// limit (the start of the grace period).
+public struct MonthlyQuota: Sendable, Equatable {
+    public var devices = 0
+    public var limitReachedAt: Timestamp?
+
+    public init(devices: Int = 0, limitReachedAt: Timestamp? = nil) {
+        self.devices = devices
+        self.limitReachedAt = limitReachedAt
+    }
+
+    /// Whether a device not yet counted this month is turned away at `receivedAt`: the count has reached
+    /// the limit and the grace period since it first did has passed.
+    func stopsNewDevices(at receivedAt: Timestamp, limit: Int, graceDays: Int) -> Bool {
+        guard devices >= limit, let reached = limitReachedAt else { return false }
+        return receivedAt >= reached.adding(seconds: Int64(graceDays) * 86_400)
+    }
+}

@@ -1,0 +1,118 @@
+import AttestJobs
+import AttestVerifier
+import PostgresClient
+
+/// The SQL that stores a decision's `IntelligenceChange` inside its batch transaction, and the batch's
+/// closing tally. Everything hangs off the decision's stored verdict `v`, so a redelivered job (whose
+/// verdict already exists) neither counts its device again nor moves its history.
+enum IntelligenceWrites {
+    /// CTEs appended to a decision's statement, which already binds $1 job_id, $4 team_id, $5 bundle_id
+    /// and $10 received_at. Counting is insert-if-absent on (app, month, identity); the history is
+    /// applied as increments (the SQL twin of `DeviceHistory.record`); a risk history row is written when
+    /// the score changes.
+    static func ctes(for c: IntelligenceChange, firstParameter n: Int) -> (sql: String, params: [PGValue]) {
+        func p(_ i: Int) -> String { "$\(n + i)" }
+        let e = c.event
+        let flag = { (on: Bool) -> PGValue in .int(on ? 1 : 0) }
+        var params: [PGValue] = [
+            .text(c.device.identity.value), .text(c.deviceId), flag(e.attested), flag(e.newKey),
+            flag(e.failedAttestation), flag(e.failedAssertion), flag(e.counterReplay),
+            e.environment.map { .text($0.rawValue) } ?? .null, e.receiptRiskMetric.map { .int(Int64($0)) } ?? .null,
+            .int(Int64(c.assessment.score)), .text(c.riskCategory.rawValue), .json(c.assessment.factorsJSON.serialized()),
+        ]
+        let sameRow = "team_id = $4 AND bundle_id = $5 AND identity = \(p(0))"
+        var sql = """
+            ,
+            h AS (
+                INSERT INTO device_risk_history (team_id, bundle_id, identity, job_id, score, category, factors, scored_at)
+                SELECT $4, $5, \(p(0)), $1, \(p(9))::int, \(p(10)), \(p(11))::jsonb, $10::timestamptz
+                WHERE EXISTS (SELECT 1 FROM v) AND \(p(9))::int IS DISTINCT FROM (SELECT score FROM device_risk WHERE \(sameRow))
+                RETURNING 1),
+            r AS (
+                INSERT INTO device_risk AS r (team_id, bundle_id, identity, device_id, attestations, last_attestation_at,
+                    keys, failed_attestations, failed_assertions, counter_replays, window_start, window_attestations,
+                    receipt_risk_metric, environment, score, category, factors, updated_at)
+                SELECT $4, $5, \(p(0)), \(p(1)), \(p(2))::int, CASE WHEN \(p(2))::int = 1 THEN $10::timestamptz END,
+                    \(p(3))::int, \(p(4))::int, \(p(5))::int, \(p(6))::int, CASE WHEN \(p(2))::int = 1 THEN $10::timestamptz END,
+                    \(p(2))::int, \(p(8))::int, \(p(7)), \(p(9))::int, \(p(10)), \(p(11))::jsonb, $10::timestamptz
+                WHERE EXISTS (SELECT 1 FROM v)
+                ON CONFLICT (team_id, bundle_id, identity) DO UPDATE SET
+                    attestations = r.attestations + EXCLUDED.attestations,
+                    last_attestation_at = greatest(r.last_attestation_at, EXCLUDED.last_attestation_at),
+                    keys = r.keys + EXCLUDED.keys,
+                    failed_attestations = r.failed_attestations + EXCLUDED.failed_attestations,
+                    failed_assertions = r.failed_assertions + EXCLUDED.failed_assertions,
+                    counter_replays = r.counter_replays + EXCLUDED.counter_replays,
+                    window_start = CASE WHEN EXCLUDED.attestations = 0 THEN r.window_start
+                        WHEN EXCLUDED.window_start < r.window_start + interval '24 hours' THEN r.window_start
+                        ELSE EXCLUDED.window_start END,
+                    window_attestations = CASE WHEN EXCLUDED.attestations = 0 THEN r.window_attestations
+                        WHEN EXCLUDED.window_start < r.window_start + interval '24 hours' THEN r.window_attestations + 1
+                        ELSE 1 END,
+                    receipt_risk_metric = coalesce(EXCLUDED.receipt_risk_metric, r.receipt_risk_metric),
+                    environment = coalesce(EXCLUDED.environment, r.environment),
+                    score = EXCLUDED.score, category = EXCLUDED.category, factors = EXCLUDED.factors,
+                    updated_at = greatest(r.updated_at, EXCLUDED.updated_at)
+                RETURNING 1)
+            """
+        if c.countsAsActive {
+            params += [.text(c.month), c.keyId.map(PGValue.bytes) ?? .null]
+            sql += """
+                ,
+                m AS (
+                    INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
+                    SELECT $4, $5, to_date(\(p(12)), 'YYYY-MM'), \(p(0)), \(p(13))::bytea, $1, $10::timestamptz
+                    WHERE EXISTS (SELECT 1 FROM v)
+                    ON CONFLICT DO NOTHING RETURNING 1)
+                """
+        }
+        return (sql, params)
+    }
+
+    /// The batch's last statement: adds the devices this transaction counted to `mad_totals` (app months
+    /// in key order, so concurrent workers cannot deadlock on them) and records the 80% and 100% crossings
+    /// not recorded before, returning them. Rows counted by this transaction carry its id.
+    static func tally(_ changes: [IntelligenceChange]) -> (sql: String, params: [PGValue]) {
+        let counted = JSONValue.array(changes.filter(\.countsAsActive).map { c in
+            .object([
+                ("t", .string(c.device.teamId)), ("b", .string(c.device.bundleId)), ("m", .string(c.month)),
+                ("i", .string(c.device.identity.value)),
+            ])
+        })
+        return (
+            """
+            WITH b AS (SELECT DISTINCT t, b, to_date(m, 'YYYY-MM') AS month, i FROM jsonb_to_recordset($1::jsonb) AS x(t text, b text, m text, i text)),
+            n AS (
+                SELECT d.team_id, d.bundle_id, d.month, count(*)::int AS added, max(d.counted_at) AS last_at
+                FROM mad_devices d JOIN b ON d.team_id = b.t AND d.bundle_id = b.b AND d.month = b.month AND d.identity = b.i
+                WHERE d.counted_tx = pg_current_xact_id()
+                GROUP BY d.team_id, d.bundle_id, d.month),
+            t AS (
+                INSERT INTO mad_totals AS mt (team_id, bundle_id, month, devices)
+                SELECT team_id, bundle_id, month, added FROM n ORDER BY team_id, bundle_id, month
+                ON CONFLICT (team_id, bundle_id, month) DO UPDATE SET devices = mt.devices + EXCLUDED.devices
+                RETURNING team_id, bundle_id, month, devices),
+            c AS (
+                INSERT INTO mad_quota_events (team_id, bundle_id, month, threshold, devices, mad_limit, reached_at)
+                SELECT t.team_id, t.bundle_id, t.month, th.threshold, t.devices, a.mad_limit, n.last_at
+                FROM t JOIN n USING (team_id, bundle_id, month) JOIN apps a USING (team_id, bundle_id)
+                    CROSS JOIN (VALUES (80), (100)) AS th(threshold)
+                WHERE a.mad_limit IS NOT NULL AND t.devices::bigint * 100 >= a.mad_limit::bigint * th.threshold
+                ORDER BY t.team_id, t.bundle_id, t.month, th.threshold
+                ON CONFLICT DO NOTHING
+                RETURNING team_id, bundle_id, month, threshold, devices, mad_limit)
+            SELECT team_id, bundle_id, to_char(month, 'YYYY-MM'), threshold, devices, mad_limit FROM c
+            ORDER BY team_id, bundle_id, month, threshold
+            """,
+            [.json(counted.serialized())]
+        )
+    }
+
+    static func crossings(_ rows: PGRows) -> [QuotaCrossing] {
+        (0..<rows.count).map { r in
+            QuotaCrossing(
+                teamId: rows.string(r, 0) ?? "", bundleId: rows.string(r, 1) ?? "", month: rows.string(r, 2) ?? "",
+                threshold: Int(rows.int(r, 3) ?? 0), devices: Int(rows.int(r, 4) ?? 0), limit: Int(rows.int(r, 5) ?? 0))
+        }
+    }
+}
