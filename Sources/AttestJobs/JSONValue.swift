@@ -27,53 +27,60 @@ public indirect enum JSONValue: Sendable, Equatable {
 
     /// Compact JSON text.
     public func serialized() -> String {
-        var out = ""
+        var out = [UInt8]()
+        out.reserveCapacity(512)
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    public func write(to out: inout String) {
+    /// Appends the compact JSON text as UTF-8: bytes rather than a String, since appending to a String
+    /// goes through Unicode scalar handling and was the larger part of serializing a verdict.
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let n): out += String(n)
-        case .double(let d): out += d.isFinite ? "\(d)" : "null"
+        case .null: out += "null".utf8
+        case .bool(let b): out += (b ? "true" : "false").utf8
+        case .int(let n): out += String(n).utf8
+        case .double(let d): out += (d.isFinite ? "\(d)" : "null").utf8
         case .string(let s): Self.writeString(s, to: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 item.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, (key, value)) in members.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 Self.writeString(key, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 value.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    /// Escapes by UTF-8 byte: only `"`, `\` and controls below U+0020 need it, all ASCII, so every other
+    /// byte (multi-byte sequences included) is copied as it is.
+    private static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += #"\""#.utf8
+            case UInt8(ascii: "\\"): out += #"\\"#.utf8
+            case UInt8(ascii: "\n"): out += #"\n"#.utf8
+            case UInt8(ascii: "\r"): out += #"\r"#.utf8
+            case UInt8(ascii: "\t"): out += #"\t"#.utf8
+            case ..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out += #"\u00"#.utf8
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xf)])
+            default: out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     /// Parses one JSON text strictly (RFC 8259, duplicate keys and nesting beyond `maxDepth` rejected);

@@ -144,7 +144,7 @@ public struct Job: Sendable {
 
         mutating func string(_ name: String) -> String {
             switch json[name] {
-            case .string(let s)? where s.contains("\0"):
+            case .string(let s)? where s.utf8.contains(0):
                 note(.invalidField, "\(name) must not contain NUL characters")
             case .string(let s)? where !s.isEmpty: return s
             case nil, .null?: note(.missingField, "\(name) is required")
@@ -156,7 +156,7 @@ public struct Job: Sendable {
         mutating func optionalString(_ name: String) -> String? {
             switch json[name] {
             case nil, .null?: return nil
-            case .string(let s)? where !s.contains("\0"): return s
+            case .string(let s)? where !s.utf8.contains(0): return s
             default:
                 note(.invalidField, "\(name) must be a string without NUL characters")
                 return nil

@@ -176,14 +176,19 @@ final class BenchRig {
         return environment
     }
 
-    /// Deletes the run's verdicts, devices and app (after the worker has stopped): the database is shared.
+    /// Deletes the run's rows of every table and its app (after the worker has stopped): the database is shared.
     private func removeRows() {
         do {
             try connection.run { c throws(PGError) in
                 _ = try c.execute(
                     """
                     WITH v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
-                    d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2)
+                    d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2),
+                    m AS (DELETE FROM mad_devices WHERE team_id = $1 AND bundle_id = $2),
+                    t AS (DELETE FROM mad_totals WHERE team_id = $1 AND bundle_id = $2),
+                    q AS (DELETE FROM mad_quota_events WHERE team_id = $1 AND bundle_id = $2),
+                    r AS (DELETE FROM device_risk WHERE team_id = $1 AND bundle_id = $2),
+                    h AS (DELETE FROM device_risk_history WHERE team_id = $1 AND bundle_id = $2)
                     DELETE FROM apps WHERE team_id = $1 AND bundle_id = $2
                     """,
                     [.text(Self.teamId), .text(bundleId)])

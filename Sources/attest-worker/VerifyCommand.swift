@@ -61,12 +61,12 @@ enum VerifyCommand: Subcommand {
         let files = try args.positionals(max: 1)
         let input = try LineReader(path: files.first.flatMap { $0 == "-" ? nil : $0 })
         let verifier = JobVerifier(trust: trust, clock: clock, timeBounds: bounds)
-        var output = ""
+        var output = [UInt8]()
         while let line = try input.next() {
             guard !line.allSatisfy(\.isWhitespace) else { continue }
             try verdict(for: line, verifier: verifier, policy: policy, tokens: tokens).json.write(to: &output)
-            output += "\n"
-            if output.utf8.count > 1 << 16 { flush(&output) }
+            output.append(UInt8(ascii: "\n"))
+            if output.count > 1 << 16 { flush(&output) }
         }
         flush(&output)
         return 0
@@ -146,9 +146,9 @@ enum VerifyCommand: Subcommand {
         }
     }
 
-    private static func flush(_ output: inout String) {
-        FileHandle.standardOutput.write(Data(output.utf8))
-        output = ""
+    private static func flush(_ output: inout [UInt8]) {
+        FileHandle.standardOutput.write(Data(output))
+        output.removeAll(keepingCapacity: true)
     }
 
     private static func seconds(_ text: String, _ name: String) throws -> Int64 {

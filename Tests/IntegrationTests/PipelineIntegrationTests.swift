@@ -83,6 +83,22 @@ extension LiveStack {
             #expect(counters.int(0, 0) == 25 && counters.int(0, 1) == 25, "a counter is not at the last assertion")
         }
 
+        /// A buffer far smaller than the stream: partitions are paused and resumed many times, and the stream
+        /// still completes. (Resuming once only when a batch was taken stalled for good when the jobs in
+        /// flight, not the buffered ones, held the count above half the limit.)
+        @Test func backpressureWithASmallBufferPausesAndResumesWithoutStalling() throws {
+            let topics = try Stack.topics("backpressure")
+            let stream = try JobStream(devices: 12, assertions: 20)
+            try Jobs.registerApp(stream.bundleId)
+            try produce(topics.jobs, stream.messages)
+            let worker = try WorkerProcess(
+                topics: topics, group: "g-\(UUID().uuidString)",
+                extra: ["ATTEST_MAX_BUFFERED_MESSAGES": "40", "ATTEST_BATCH_SIZE": "40", "ATTEST_LOG_LEVEL": "debug"])
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
+            #expect(worker.log.contains("paused partitions"), "the buffer never filled: the test did not exercise backpressure")
+        }
+
         @Test func twoWorkersInOneGroupSharePartitionsAndDecideEachJobOnce() throws {
             let topics = try Stack.topics("two")
             let stream = try JobStream(devices: 40, assertions: 5)

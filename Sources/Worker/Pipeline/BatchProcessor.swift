@@ -185,7 +185,7 @@ public final class BatchProcessor: Sendable {
         }
         // The jobId is the verdict's primary key: it must be storable (no NUL, bounded length).
         guard case .string(let jobId)? = json["jobId"], !jobId.isEmpty, jobId.utf8.count <= Self.maxJobIdBytes,
-            !jobId.contains("\0")
+            !jobId.utf8.contains(0)
         else {
             item.outbound = deadLetter(message, .jobInvalid, "no usable jobId (a string of 1 to \(Self.maxJobIdBytes) bytes)", now)
             return

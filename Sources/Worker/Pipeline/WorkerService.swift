@@ -166,7 +166,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 buffers[lane(of: message.topicPartition)].append(message)
             }
             var pauseNow: [TopicPartition] = []
-            if !paused && buffered + inBatch.values.reduce(0, +) >= settings.maxBufferedMessages {
+            if !paused && buffered + unacknowledged >= settings.maxBufferedMessages {
                 paused = true
                 pauseNow = Array(assigned)
             }
@@ -204,8 +204,18 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Up to `batchSize` of the lane's buffered messages; nil once stopping and drained. Resumes paused
-    /// partitions once the buffers are half empty (outside the lock: the consumer's calls are thread-safe).
+    /// Under the lock: once paused and the buffered plus unacknowledged jobs are down to half the limit,
+    /// unpauses and returns the partitions to resume, outside the lock (the consumer's calls are
+    /// thread-safe). Checked both when a batch is taken and when a job is acknowledged: the jobs in flight
+    /// may be what keeps the count high after the buffers have emptied, and then only an acknowledgement
+    /// can bring it down.
+    private func partitionsToResume() -> [TopicPartition] {
+        guard paused && buffered + unacknowledged <= settings.maxBufferedMessages / 2 else { return [] }
+        paused = false
+        return Array(assigned)
+    }
+
+    /// Up to `batchSize` of the lane's buffered messages; nil once stopping and drained.
     private func nextBatch(lane: Int) -> [KafkaMessage]? {
         var resume: [TopicPartition] = []
         defer { if !resume.isEmpty { consumer.resume(resume) } }
@@ -225,10 +235,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         }
         for message in batch { inBatch[message.topicPartition, default: 0] += 1 }
         unacknowledged += batch.count
-        if paused && buffered + inBatch.values.reduce(0, +) <= settings.maxBufferedMessages / 2 {
-            paused = false
-            resume = Array(assigned)
-        }
+        resume = partitionsToResume()
         return batch
     }
 
@@ -291,8 +298,10 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         inBatch[out.source, default: 1] -= 1
         unacknowledged -= 1
         let offsets = tracker.takeCommittable()
+        let resume = partitionsToResume()
         condition.broadcast()
         condition.unlock()
+        if !resume.isEmpty { consumer.resume(resume) }
         store(offsets)
     }
 
