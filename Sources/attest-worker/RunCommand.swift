@@ -78,6 +78,7 @@ enum RunCommand: Subcommand {
         }
         let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
         metrics.readiness.markReady("postgres")
+        DatabaseProbe(conninfo: configuration.databaseURL, readiness: metrics.readiness).start()
         if version >= migrations.count {
             metrics.readiness.markReady("migrations")
         } else {

@@ -264,3 +264,52 @@ extension WorkerProcess {
                 (try? String(contentsOfFile: base + ".body", encoding: .utf8)) ?? "", headers)
     }
 }
+
+/// The samples of a Prometheus text exposition as Python's `prometheus_client` parser reads them (a standard
+/// parser, not this project's renderer checking itself): name, labels and value of each.
+func prometheusSamples(_ text: String) throws -> [(name: String, labels: [String: String], value: Double)] {
+    let script = """
+        import json, sys
+        from prometheus_client.parser import text_string_to_metric_families
+        out = [[s.name, s.labels, s.value] for f in text_string_to_metric_families(sys.stdin.read()) for s in f.samples]
+        print(json.dumps(out))
+        """
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [Stack.environment["PYTHON"] ?? "python3", "-c", script]
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    try process.run()
+    input.fileHandleForWriting.write(Data(text.utf8))
+    try input.fileHandleForWriting.close()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "prometheus_client could not parse /metrics")
+    guard case .array(let rows)? = JSONValue.parse(Array(data)) else { throw WorkerProcessError(description: "parser output") }
+    return rows.compactMap { row in
+        guard case .array(let parts) = row, parts.count == 3, case .string(let name) = parts[0], case .object(let labels) = parts[1]
+        else { return nil }
+        let value: Double
+        switch parts[2] {
+        case .int(let n): value = Double(n)
+        case .double(let d): value = d
+        default: return nil
+        }
+        return (name, Dictionary(uniqueKeysWithValues: labels.compactMap { k, v in if case .string(let s) = v { (k, s) } else { nil } }), value)
+    }
+}
+
+extension WorkerProcess {
+    /// Polls `path` until it answers `status`; false after `seconds`.
+    func waitFor(_ path: String, status: Int, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if (try? get(path).status) == status { return true }
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        return false
+    }
+}
+
