@@ -125,8 +125,8 @@ extension LiveStack {
         }
 
         /// Guarantee: a jobId is decided once. The same jobId sent again with different content (another
-        /// device's valid attestation) gets the first job's verdict republished unchanged; nothing of the second
-        /// job is stored.
+        /// device's valid attestation) gets the first job's verdict republished unchanged, nothing of the second
+        /// job is stored, and the reuse is reported (a warning naming the jobId and where the message was).
         @Test func theSameJobIdWithDifferentContentKeepsTheFirstDecision() throws {
             let topics = try Stack.topics("dupid", partitions: 1)
             let bundleId = "com.example.itest.\(UUID().uuidString.prefix(8).lowercased())"
@@ -142,6 +142,7 @@ extension LiveStack {
             let copies = try #require(verdicts.verdictsByJob[jobId])
             #expect(copies.count == 2 && Set(copies).count == 1, "the second job was decided anew: \(copies)")
             #expect(JSONValue.parse(Array(copies[0].utf8))?["keyId"] == .string(Base64.encode(first.keyId)))
+            #expect(worker.log.contains("jobId reused with other content"), "the reuse was not reported")
             let connection = try PGConnection(conninfo: try Stack.databaseURL)
             let devices = try connection.execute("SELECT count(*) FROM devices WHERE bundle_id = $1", [.text(bundleId)])
             #expect(devices.int(0, 0) == 1, "the second device was stored")

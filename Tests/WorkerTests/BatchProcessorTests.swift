@@ -5,6 +5,7 @@ import AttestMint
 import AttestVerifier
 import Foundation
 import KafkaClient
+import Observability
 import PostgresClient
 import Synchronization
 import Testing
@@ -16,7 +17,7 @@ import Worker
 final class FakeStore: DecisionStore, @unchecked Sendable {
     let lock = NSLock()
     var appPolicies: [String: AppPolicy] = [:]
-    var verdicts: [String: String] = [:]
+    var verdicts: [String: StoredVerdict] = [:]
     var devices: [[UInt8]: DeviceRecord] = [:]
     var commits = 0
     /// Counters another writer sets right after the next prefetch (a lost race).
@@ -32,7 +33,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
 
     func apps() throws(PGError) -> [String: AppPolicy] { lock.withLock { appPolicies } }
 
-    func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: String], devices: [[UInt8]: DeviceRecord]) {
+    func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
         lock.withLock {
             let v = verdicts.filter { jobIds.contains($0.key) }
             let d = devices.filter { keyIds.contains($0.key) }
@@ -61,7 +62,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
             commits += 1
             var crossings = [QuotaCrossing]()
             let outcomes = decisions.map { d -> CommitOutcome in
-                if let existing = verdicts[d.jobId] { return .alreadyDecided(verdictJSON: existing) }
+                if let existing = verdicts[d.jobId] { return .alreadyDecided(verdictJSON: existing.json) }
                 switch d.change {
                 case .none:
                     break
@@ -75,7 +76,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
                     guard let device = devices[keyId], device.counter < counter else { return .counterConflict }
                     devices[keyId]!.counter = counter
                 }
-                verdicts[d.jobId] = d.verdictJSON
+                verdicts[d.jobId] = StoredVerdict(json: d.verdictJSON, jobDigest: d.jobDigest)
                 if let c = d.intelligence { crossings += apply(c, jobId: d.jobId, at: d.receivedAt!) }
                 return .stored
             }
@@ -168,6 +169,29 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
             ("keyId", .string(Base64.encode(device.keyId))), ("attestationObject", .string(Base64.encode(minted.attestationObject))),
             ("clientDataHash", .string(Base64.encode(cdh))), ("receivedAt", .string("2026-04-24T03:06:40Z")),
         ] + metadata).serialized().utf8)
+    }
+
+    @Test mutating func aJobIdReusedWithOtherContentKeepsTheFirstVerdictAndIsReported() throws {
+        let metrics = WorkerMetrics()
+        let processor = BatchProcessor(
+            verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
+            devices: DeviceCache(),
+            settings: BatchProcessor.Settings(verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024),
+            metrics: metrics)
+        let original = Self.attestationJob(try Device(), jobId: "reuse-1")
+        let first = try processor.process([message(original)])
+        // Another device's job under the same jobId, then the original redelivered: both get the first verdict,
+        // and only the reuse is reported.
+        let later = try processor.process([message(Self.attestationJob(try Device(), jobId: "reuse-1")), message(original)])
+        #expect(later.map(\.value) == [first[0].value, first[0].value])
+        let text = metrics.registry.render()
+        #expect(text.contains("attest_job_id_reused_total 1\n"), "\(text)")
+        // Within one batch too: the second of two different jobs with one jobId is answered with the first's verdict.
+        let pair = try processor.process([
+            message(Self.attestationJob(try Device(), jobId: "reuse-2")), message(Self.attestationJob(try Device(), jobId: "reuse-2")),
+        ])
+        #expect(pair[0].value == pair[1].value)
+        #expect(metrics.registry.render().contains("attest_job_id_reused_total 2\n"))
     }
 
     static func assertionJob(_ device: Device, jobId: String, counter: UInt32, bundleId: String = bundleId) -> [UInt8] {

@@ -70,10 +70,10 @@ public final class BatchProcessor: Sendable {
         self.logger = logger
     }
 
-    /// Another processor like this one (same verifier, device cache, settings and metrics) storing through
+    /// Another processor like this one (same verifier, device cache, settings, metrics and logger) storing through
     /// `store`: one per batch lane, since a connection serves one thread at a time.
     public func sharing(store: any DecisionStore) -> BatchProcessor {
-        BatchProcessor(verifier: verifier, store: store, devices: devices, settings: settings, metrics: metrics)
+        BatchProcessor(verifier: verifier, store: store, devices: devices, settings: settings, metrics: metrics, logger: logger)
     }
 
     /// One consumed message on its way to being published.
@@ -111,10 +111,13 @@ public final class BatchProcessor: Sendable {
         var firstIndex = [String: Int]()
         for i in jobs {
             let jobId = items[i].jobId!
-            if let json = stored[jobId] {
-                items[i].outbound = verdict(items[i], json: json)
+            if let previous = stored[jobId] {
+                items[i].outbound = verdict(items[i], json: previous.json)
                 metrics?.republished.increment()
-            } else if firstIndex[jobId] == nil {
+                if let digest = previous.jobDigest, digest != Digest.sha256.hash(items[i].message.value) { reportReuse(items[i]) }
+            } else if let first = firstIndex[jobId] {
+                if items[first].message.value != items[i].message.value { reportReuse(items[i]) }
+            } else {
                 firstIndex[jobId] = i
                 toDecide.append(i)
             }
@@ -253,7 +256,11 @@ public final class BatchProcessor: Sendable {
             var decided = [(Int, Decision)]()
             for g in stride(from: lane, to: work.count, by: lanes) {
                 var state: DeviceState? = nil
-                for i in work[g] { decided.append((i, decideOne(snapshot[i], now: now, state: &state, ledger))) }
+                for i in work[g] {
+                    var decision = decideOne(snapshot[i], now: now, state: &state, ledger)
+                    decision.jobDigest = Digest.sha256.hash(snapshot[i].message.value)
+                    decided.append((i, decision))
+                }
             }
             results.withLock { $0 += decided }
         }
@@ -374,6 +381,16 @@ public final class BatchProcessor: Sendable {
         if let receivedAt = decision.receivedAt {
             metrics.receivedToVerdict.observe(Double(decision.decidedAt.microseconds - receivedAt.microseconds) / 1e6)
         }
+    }
+
+    /// A message whose jobId was decided for other content: it gets the first decision (a jobId is decided
+    /// once), and the producer that reused the id is worth an operator's look.
+    private func reportReuse(_ item: Item) {
+        metrics?.jobIdReused.increment()
+        logger?.warning("jobId reused with other content; the first decision stands", [
+            ("jobId", .string(item.jobId ?? "")), ("topic", .string(item.message.topic)),
+            ("partition", .int(Int64(item.message.partition))), ("offset", .int(item.message.offset)),
+        ])
     }
 
     /// After a decision is stored, the cache reflects it for the next batches.

@@ -59,13 +59,13 @@ public final class AttestStore: @unchecked Sendable {
     // MARK: Reads before deciding a batch
 
     /// Verdicts already stored for these jobs, and the devices with these keys: one round trip.
-    public func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: String], devices: [[UInt8]: DeviceRecord]) {
+    public func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
         let jobs = JSONValue.array(jobIds.map(JSONValue.string)).serialized()
         let keys = JSONValue.array(keyIds.map { .string(Hex.encode($0)) }).serialized()
         let results = try connection.run { c throws(PGError) in
             try c.pipeline([
                 (
-                    "SELECT job_id, verdict_json FROM verdicts WHERE job_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                    "SELECT job_id, verdict_json, job_sha256 FROM verdicts WHERE job_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
                     [.json(jobs)]
                 ),
                 (
@@ -77,9 +77,11 @@ public final class AttestStore: @unchecked Sendable {
                 ),
             ])
         }
-        var verdicts = [String: String]()
+        var verdicts = [String: StoredVerdict]()
         let v = results[0]
-        for r in 0..<v.count { if let id = v.string(r, 0), let json = v.string(r, 1) { verdicts[id] = json } }
+        for r in 0..<v.count {
+            if let id = v.string(r, 0), let json = v.string(r, 1) { verdicts[id] = StoredVerdict(json: json, jobDigest: v.bytes(r, 2)) }
+        }
         var devices = [[UInt8]: DeviceRecord]()
         let d = results[1]
         for r in 0..<d.count {
@@ -115,7 +117,7 @@ public final class AttestStore: @unchecked Sendable {
         return (outcomes, IntelligenceWrites.crossings(results[decisions.count + 1]))
     }
 
-    /// The verdict row's parameters $1…$14, shared by the three statement shapes.
+    /// The verdict row's parameters $1…$15, shared by the three statement shapes.
     private static func verdictParams(_ d: Decision) -> [PGValue] {
         [
             .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
@@ -123,15 +125,15 @@ public final class AttestStore: @unchecked Sendable {
             d.code.map(PGValue.text) ?? .null, d.reason.map(PGValue.text) ?? .null, .text(d.verdictJSON),
             d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
             d.source.map { .text($0.topic) } ?? .null, d.source.map { .int(Int64($0.partition)) } ?? .null,
-            d.source.map { .int($0.offset) } ?? .null,
+            d.source.map { .int($0.offset) } ?? .null, d.jobDigest.map(PGValue.bytes) ?? .null,
         ]
     }
 
     private static let insertVerdict = """
         INSERT INTO verdicts (job_id, kind, key_id, team_id, bundle_id, ok, code, reason, verdict_json, received_at,
-            decided_at, source_topic, source_partition, source_offset)
+            decided_at, source_topic, source_partition, source_offset, job_sha256)
         """
-    private static let verdictValues = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14"
+    private static let verdictValues = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15"
 
     /// One statement per decision, returning (1 if stored else 0, the verdict stored before if any). Each
     /// shape's CTEs name the stored verdict `v`; the intelligence writes hang off it.
@@ -162,11 +164,11 @@ public final class AttestStore: @unchecked Sendable {
                 d AS (
                     INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
                         subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
-                    SELECT $15, $4, $5, $16, $17, $18, coalesce($19, gen_random_uuid()::text), $20, $21, $22, $23, $24,
-                        $25, $26, $10::timestamptz, $10::timestamptz
+                    SELECT $16, $4, $5, $17, $18, $19, coalesce($20, gen_random_uuid()::text), $21, $22, $23, $24, $25,
+                        $26, $27, $10::timestamptz, $10::timestamptz
                     WHERE EXISTS (SELECT 1 FROM v)
                     ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
-                        receipt = EXCLUDED.receipt, device_id = coalesce($19, devices.device_id),
+                        receipt = EXCLUDED.receipt, device_id = coalesce($20, devices.device_id),
                         fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
                         subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
                         device_model = coalesce(EXCLUDED.device_model, devices.device_model),
@@ -190,9 +192,9 @@ public final class AttestStore: @unchecked Sendable {
             return (
                 """
                 WITH d AS (
-                    UPDATE devices SET counter = $16, assertion_count = assertion_count + 1,
+                    UPDATE devices SET counter = $17, assertion_count = assertion_count + 1,
                         last_seen_at = greatest(last_seen_at, $10::timestamptz)
-                    WHERE key_id = $15 AND counter < $16 AND NOT EXISTS (SELECT 1 FROM verdicts WHERE job_id = $1)
+                    WHERE key_id = $16 AND counter < $17 AND NOT EXISTS (SELECT 1 FROM verdicts WHERE job_id = $1)
                     RETURNING 1),
                 v AS (\(insertVerdict) SELECT \(verdictValues) WHERE EXISTS (SELECT 1 FROM d)
                     ON CONFLICT (job_id) DO NOTHING RETURNING 1)

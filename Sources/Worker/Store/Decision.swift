@@ -50,6 +50,8 @@ public struct Decision: Sendable {
     public var change: DeviceChange
     /// The month's count and the device's risk (jobs that could be read); its category is the verdict's.
     public var intelligence: IntelligenceChange?
+    /// SHA-256 of the job message, stored so a later message reusing the jobId is recognised.
+    public var jobDigest: [UInt8]? = nil
 }
 
 /// What happened to a decision in the database.
