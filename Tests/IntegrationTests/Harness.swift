@@ -162,6 +162,7 @@ final class WorkerProcess: @unchecked Sendable {
             kill(SIGKILL)
             process.waitUntilExit()
         }
+        try? FileManager.default.removeItem(at: logFile)
     }
 }
 

@@ -31,8 +31,12 @@ enum Stack {
         (try? KafkaProperties.parse(environment["ATTEST_KAFKA_PROPERTIES"] ?? "")) ?? [:]
     }
 
-    /// The debug binary `swift test` has built.
-    static var binary: String { repository.appendingPathComponent(".build/debug/attest-worker").path }
+    /// The `attest-worker` built beside this test binary: the debug build, or the AddressSanitizer one when
+    /// the suite runs under `--sanitize=address`, so the worker processes are checked too.
+    static var binary: String {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("attest-worker").path
+    }
 
     /// Runs `ops/stack ARGS…` and waits.
     @discardableResult
