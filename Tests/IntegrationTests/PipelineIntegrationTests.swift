@@ -16,7 +16,7 @@ extension LiveStack {
             try Jobs.registerApp(stream.bundleId)
             let poison: [UInt8] = Array("not a job \u{1}".utf8)
             stream.messages.insert((nil, poison), at: 3)
-            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
+            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_LOG_LEVEL": "debug"])
             try produce(topics.jobs, stream.messages)
 
             let verdicts = try TopicReader(topic: topics.verdicts)
@@ -54,6 +54,14 @@ extension LiveStack {
 
             try validate(verdicts.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "verdict")
             try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
+            // The logs, at their most verbose, carry no attestation material: no object, assertion or client data.
+            let log = worker.log
+            for message in stream.messages {
+                guard let job = JSONValue.parse(message.value) else { continue }
+                for field in ["attestationObject", "assertion", "clientDataHash"] {
+                    if case .string(let value)? = job[field] { #expect(!log.contains(value.prefix(32)), "\(field) of a job in the log") }
+                }
+            }
             try validate(stream.messages.filter { $0.key != nil }.map { String(decoding: $0.value, as: UTF8.self) }.filter { $0.contains("\"attestation\"") }, schema: "attestation-job")
             try validate(stream.messages.filter { $0.key != nil }.map { String(decoding: $0.value, as: UTF8.self) }.filter { $0.contains("\"assertion\"") }, schema: "assertion-job")
             worker.kill(SIGTERM)
