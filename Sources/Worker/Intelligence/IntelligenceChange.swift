@@ -8,7 +8,8 @@ public struct IntelligenceChange: Sendable {
     public var event: DeviceEvent
     public var deviceId: String
     public var assessment: RiskAssessment
-    /// Accepted verdicts count their device once in the month of the job's receivedAt.
+    /// An accepted verdict of a device not counted before this batch: it counts the device (once, by
+    /// insert-if-absent) in the month of the job's receivedAt.
     public var countsAsActive: Bool
     public var keyId: [UInt8]?
 

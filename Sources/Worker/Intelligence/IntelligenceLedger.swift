@@ -10,9 +10,13 @@ import Synchronization
 /// exactly; only a quota can be overshot by the devices other workers admit while this batch decides.
 final class IntelligenceLedger: Sendable {
     private let state: Mutex<IntelligenceSnapshot>
+    /// The devices the database had already counted when the batch began: their rows exist, so their
+    /// verdicts skip the insert-if-absent (most accepted jobs of a month are of devices counted before).
+    private let countedBefore: Set<MonthlyDevice>
 
     init(_ snapshot: IntelligenceSnapshot) {
         state = Mutex(snapshot)
+        countedBefore = snapshot.counted
     }
 
     /// Applies the quota to an accepted attestation of a device not yet counted this month (turning it
@@ -54,7 +58,7 @@ final class IntelligenceLedger: Sendable {
             verdict.deviceIntelligence = DeviceIntelligence(deviceId: deviceId, assessment: assessment, history: history)
             return IntelligenceChange(
                 device: device, month: month.month, event: event, deviceId: history.deviceId!, assessment: assessment,
-                countsAsActive: verdict.ok, keyId: keyBytes)
+                countsAsActive: verdict.ok && !countedBefore.contains(monthly), keyId: keyBytes)
         }
     }
 }
