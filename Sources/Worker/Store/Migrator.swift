@@ -9,6 +9,12 @@ public struct Migrator {
         public let version: Int
         public let name: String
         public let sql: String
+
+        public init(version: Int, name: String, sql: String) {
+            self.version = version
+            self.name = name
+            self.sql = sql
+        }
     }
 
     /// An arbitrary constant shared by every worker: the advisory lock that serialises migrations.
@@ -56,8 +62,17 @@ public struct Migrator {
         for migration in migrations {
             let done = try connection.transaction { c throws(PGError) -> Bool in
                 try c.execute("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
-                let existing = try c.execute("SELECT 1 FROM schema_migrations WHERE version = $1", [.int(Int64(migration.version))])
-                if existing.count > 0 { return false }
+                let existing = try c.execute("SELECT name FROM schema_migrations WHERE version = $1", [.int(Int64(migration.version))])
+                if existing.count > 0 {
+                    // Same number, other file: the database followed another schema history, and carrying on
+                    // would skip this migration for good.
+                    guard existing.string(0, 0) == migration.name else {
+                        throw PGError(
+                            code: .client,
+                            message: "migration \(migration.version) was applied as \(existing.string(0, 0) ?? "?"), this build has \(migration.name)")
+                    }
+                    return false
+                }
                 try c.executeScript(migration.sql)
                 try c.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
