@@ -84,7 +84,9 @@ enum RunCommand: Subcommand {
         } else {
             metrics.readiness.markNotReady("migrations", reason: "schema at \(version) of \(migrations.count): run attest-worker migrate")
         }
-        metrics.registry.onCollect {
+        // Weak: the registry holds this closure, and the metrics hold the registry.
+        metrics.registry.onCollect { [weak metrics] in
+            guard let metrics else { return }
             let attestation = trust.attestation.cache.counts
             let receipt = trust.receipt.chain.cache.counts
             metrics.recordCache("attestation", hits: attestation.hits, misses: attestation.misses)

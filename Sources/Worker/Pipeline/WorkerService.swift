@@ -88,7 +88,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             logger.warning("consumer error", [("error", .string(error.description))])
         }
         metrics.readiness.markReady("broker")
-        metrics.registry.onCollect { [self] in
+        // Weak: the registry holds this closure, and the service holds the registry through its metrics.
+        metrics.registry.onCollect { [weak self] in
+            guard let self else { return }
             condition.lock()
             let inFlight = tracker.totalInFlight
             condition.unlock()
