@@ -66,9 +66,9 @@ enum AppCommand: Subcommand {
                 }
                 app.challenges = mode
             }
-            if let madLimit { app.madLimit = madLimit == "none" ? nil : try number(madLimit, "--mad-limit") }
-            if let graceDays { app.graceDays = try number(graceDays, "--grace-days") }
-            if let tokenLifetime { app.tokenLifetimeSeconds = try number(tokenLifetime, "--token-lifetime", min: 1) }
+            if let madLimit { app.madLimit = madLimit == "none" ? nil : try Arguments.wholeNumber(madLimit, "--mad-limit", min: 0) }
+            if let graceDays { app.graceDays = try Arguments.wholeNumber(graceDays, "--grace-days", min: 0) }
+            if let tokenLifetime { app.tokenLifetimeSeconds = try Arguments.wholeNumber(tokenLifetime, "--token-lifetime", min: 1) }
             if let riskWeights { app.risk = try parseRisk(riskWeights) }
             try store.upsert(app)
             print(describe(app).serialized())
@@ -97,11 +97,6 @@ enum AppCommand: Subcommand {
         } catch {
             throw Arguments.UsageError(description: "--risk-weights: \(error.description)")
         }
-    }
-
-    private static func number(_ text: String, _ name: String, min: Int = 0) throws -> Int {
-        guard let value = Int(text), value >= min else { throw Arguments.UsageError(description: "\(name) must be a whole number ≥ \(min)") }
-        return value
     }
 
     private static func describe(_ app: AppPolicy) -> JSONValue {

@@ -23,6 +23,17 @@ struct Arguments {
         return value
     }
 
+    /// Removes `--name N` and returns N, a whole number ≥ `min`.
+    mutating func integer(_ name: String, min: Int) throws -> Int? {
+        try option(name).map { try Self.wholeNumber($0, "--\(name)", min: min) }
+    }
+
+    /// `text` as a whole number ≥ `min`, or a usage error naming the option.
+    static func wholeNumber(_ text: String, _ name: String, min: Int) throws -> Int {
+        guard let value = Int(text), value >= min else { throw UsageError(description: "\(name) must be a whole number ≥ \(min)") }
+        return value
+    }
+
     /// Removes `--name` and tells whether it was there.
     mutating func flag(_ name: String) -> Bool {
         guard let i = remaining.firstIndex(of: "--\(name)") else { return false }

@@ -29,10 +29,7 @@ enum BenchCommand: Subcommand {
             guard let value = Double(text), value > 0 else { throw Arguments.UsageError(description: "--seconds must be positive") }
             return value
         } ?? 1
-        let rounds = try args.option("rounds").map { text -> Int in
-            guard let value = Int(text), value > 0 else { throw Arguments.UsageError(description: "--rounds must be positive") }
-            return value
-        } ?? 5
+        let rounds = try args.integer("rounds", min: 1) ?? 5
         guard try args.positionals(max: 1) == ["core"] else {
             throw Arguments.UsageError(description: "bench needs a target: core or pipeline")
         }

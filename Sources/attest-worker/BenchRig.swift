@@ -28,19 +28,9 @@ final class BenchRig {
             self.brokers = brokers
             databaseURL = try DatabaseOptions.url(&args)
             kafkaProperties = environment["ATTEST_KAFKA_PROPERTIES"] ?? ""
-            if let threads = try Self.number(&args, "threads", min: 1) { self.threads = threads }
-            batchSize = try Self.number(&args, "batch-size", min: 1)
+            if let threads = try args.integer("threads", min: 1) { self.threads = threads }
+            batchSize = try args.integer("batch-size", min: 1)
             topicPrefix = try args.option("topics")
-        }
-
-        /// `--NAME N`, a whole number ≥ `min`, when given.
-        static func number(_ args: inout Arguments, _ name: String, min: Int) throws -> Int? {
-            try args.option(name).map { text in
-                guard let value = Int(text), value >= min else {
-                    throw Arguments.UsageError(description: "--\(name) must be a whole number ≥ \(min)")
-                }
-                return value
-            }
         }
     }
 

@@ -38,10 +38,7 @@ enum MadCommand: Subcommand {
         {
             throw Arguments.UsageError(description: "--month must be YYYY-MM")
         }
-        let recent = try months.map { text throws -> Int in
-            guard let n = Int(text), n >= 1 else { throw Arguments.UsageError(description: "--months must be a whole number ≥ 1") }
-            return n
-        } ?? 12
+        let recent = try months.map { try Arguments.wholeNumber($0, "--months", min: 1) } ?? 12
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
         let rows = try store.monthlyActiveDevices(teamId: team, bundleId: bundle, month: month, recentMonths: recent)
         if json {

@@ -56,8 +56,8 @@ struct PipelineBenchmark: Subcommand {
 
         init(_ args: inout Arguments) throws {
             rig = try BenchRig.Options(&args)
-            if let devices = try BenchRig.Options.number(&args, "devices", min: 2) { self.devices = devices }
-            if let seconds = try BenchRig.Options.number(&args, "latency-seconds", min: 1) { latencySeconds = Double(seconds) }
+            if let devices = try args.integer("devices", min: 2) { self.devices = devices }
+            if let seconds = try args.integer("latency-seconds", min: 1) { latencySeconds = Double(seconds) }
         }
     }
 

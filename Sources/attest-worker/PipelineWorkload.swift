@@ -50,24 +50,9 @@ struct PipelineWorkload: Sendable {
         pki: TestPKI, teamId: String, bundleId: String, devices count: Int, prefix: String, threads: Int
     ) throws -> PipelineWorkload {
         let stranger = try Device()
-        let minted = Mutex<(sequences: [[Message]], error: (any Error)?)>(([[Message]](repeating: [], count: count), nil))
-        let next = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in
-            while true {
-                let d = next.add(1, ordering: .relaxed).oldValue
-                guard d < count else { return }
-                do {
-                    let sequence = try mintDevice(
-                        d, pki: pki, teamId: teamId, bundleId: bundleId, prefix: prefix, stranger: stranger)
-                    minted.withLock { $0.sequences[d] = sequence }
-                } catch {
-                    minted.withLock { $0.error = $0.error ?? error }
-                    return
-                }
-            }
+        let sequences = try concurrentMap(count, threads: threads) { d in
+            try mintDevice(d, pki: pki, teamId: teamId, bundleId: bundleId, prefix: prefix, stranger: stranger)
         }
-        let (sequences, error) = minted.withLock { ($0.sequences, $0.error) }
-        if let error { throw error }
         return interleave(sequences)
     }
 

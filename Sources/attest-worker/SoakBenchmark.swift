@@ -85,10 +85,10 @@ struct SoakBenchmark: Subcommand {
     static func run(_ args: inout Arguments) throws -> Int32 {
         let json = args.flag("json")
         let rig = try BenchRig.Options(&args)
-        let minutes = try BenchRig.Options.number(&args, "minutes", min: 1) ?? 10
-        let rate = try BenchRig.Options.number(&args, "rate", min: 1) ?? 500
-        let devices = try BenchRig.Options.number(&args, "devices", min: 1) ?? 2000
-        let sampleSeconds = try BenchRig.Options.number(&args, "sample-seconds", min: 1) ?? 10
+        let minutes = try args.integer("minutes", min: 1) ?? 10
+        let rate = try args.integer("rate", min: 1) ?? 500
+        let devices = try args.integer("devices", min: 1) ?? 2000
+        let sampleSeconds = try args.integer("sample-seconds", min: 1) ?? 10
         _ = try args.positionals(max: 0)
         let results = try SoakBenchmark(
             rig: rig, minutes: minutes, rate: rate, devices: devices, sampleSeconds: Double(sampleSeconds)

@@ -2,9 +2,7 @@ import AttestCore
 import AttestCrypto
 import AttestJobs
 import AttestMint
-import Dispatch
 import Foundation
-import Synchronization
 
 /// The job stream of `bench soak`: a fixed pool of devices attests once, then signs assertions round the
 /// pool for as long as the run lasts, minted as they are needed. The pool is fixed so that the worker's
@@ -30,39 +28,21 @@ final class SoakWorkload {
         self.teamId = teamId
         self.bundleId = bundleId
         self.prefix = prefix
-        let minted = Mutex<(members: [Member?], messages: [PipelineWorkload.Message?], error: (any Error)?)>(
-            (Array(repeating: nil, count: devices), Array(repeating: nil, count: devices), nil))
-        let next = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in
-            while true {
-                let d = next.add(1, ordering: .relaxed).oldValue
-                guard d < devices else { return }
-                do {
-                    let device = try Device()
-                    let keyId = Base64.encode(device.keyId)
-                    let jobId = "\(prefix)-a\(d)"
-                    let hash = Digest.sha256.hash(Array(jobId.utf8))
-                    let attestation = try pki.mintAttestation(
-                        device: device, teamId: teamId, bundleId: bundleId, clientDataHash: hash, at: Date())
-                    let message = Self.message(jobId, keyId: keyId, ok: true, [
-                        ("kind", .string("attestation")), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
-                        ("keyId", .string(keyId)), ("attestationObject", .string(Base64.encode(attestation.attestationObject))),
-                        ("clientDataHash", .string(Base64.encode(hash))),
-                    ])
-                    minted.withLock {
-                        $0.members[d] = Member(device: device, keyId: keyId)
-                        $0.messages[d] = message
-                    }
-                } catch {
-                    minted.withLock { $0.error = $0.error ?? error }
-                    return
-                }
-            }
+        let minted = try concurrentMap(devices, threads: threads) { d -> (Member, PipelineWorkload.Message) in
+            let device = try Device()
+            let keyId = Base64.encode(device.keyId)
+            let jobId = "\(prefix)-a\(d)"
+            let hash = Digest.sha256.hash(Array(jobId.utf8))
+            let attestation = try pki.mintAttestation(device: device, teamId: teamId, bundleId: bundleId, clientDataHash: hash, at: Date())
+            let message = Self.message(jobId, keyId: keyId, ok: true, [
+                ("kind", .string("attestation")), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
+                ("keyId", .string(keyId)), ("attestationObject", .string(Base64.encode(attestation.attestationObject))),
+                ("clientDataHash", .string(Base64.encode(hash))),
+            ])
+            return (Member(device: device, keyId: keyId), message)
         }
-        let (members, messages, error) = minted.withLock { ($0.members, $0.messages, $0.error) }
-        if let error { throw error }
-        pool = members.map { $0! }
-        attestations = messages.map { $0! }
+        pool = minted.map(\.0)
+        attestations = minted.map(\.1)
     }
 
     /// The next `count` assertions, round the pool; every `invalidEvery`-th replays its device's counter.
