@@ -14,6 +14,10 @@ public struct DeviceEvent: Sendable, Equatable {
     public var environment: AppAttestEnvironment?
     public var receiptRiskMetric: Int?
 
+    /// Whether `DeviceHistory.record` changes anything for this event (environment and receipt metric
+    /// come only with an accepted attestation).
+    public var changesHistory: Bool { attested || failedAttestation || failedAssertion || counterReplay }
+
     public init(_ verdict: Verdict, newKey: Bool) {
         if let failure = verdict.failure {
             guard failure.code != .jobInvalid && failure.code != .quotaExceeded else { return }

@@ -8,6 +8,9 @@ public struct IntelligenceChange: Sendable {
     public var event: DeviceEvent
     public var deviceId: String
     public var assessment: RiskAssessment
+    /// The decision records an event or moves the score or factors: its `device_risk` row must be written.
+    /// False for most accepted assertions, which leave the row as it is (its `updated_at` included).
+    public var writesRisk: Bool
     /// An accepted verdict of a device not counted before this batch: it counts the device (once, by
     /// insert-if-absent) in the month of the job's receivedAt.
     public var countsAsActive: Bool

@@ -55,10 +55,13 @@ final class IntelligenceLedger: Sendable {
             let deviceId = job.givenDeviceId ?? history.deviceId!
             let signals = history.signals(at: job.receivedAt, extensions: verdict.extensions)
             let assessment = RiskModel.assess(signals, policy: app?.risk ?? RiskPolicy())
+            let held = HeldScore(assessment)
+            let writesRisk = event.changesHistory || s.scores[device] != held
+            s.scores[device] = held
             verdict.deviceIntelligence = DeviceIntelligence(deviceId: deviceId, assessment: assessment, history: history)
             return IntelligenceChange(
                 device: device, month: month.month, event: event, deviceId: history.deviceId!, assessment: assessment,
-                countsAsActive: verdict.ok && !countedBefore.contains(monthly), keyId: keyBytes)
+                writesRisk: writesRisk, countsAsActive: verdict.ok && !countedBefore.contains(monthly), keyId: keyBytes)
         }
     }
 }

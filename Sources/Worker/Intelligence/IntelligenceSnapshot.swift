@@ -4,6 +4,8 @@ import AttestJobs
 /// in their month, and the quota state of its apps' months.
 public struct IntelligenceSnapshot: Sendable {
     public var histories: [AppDevice: DeviceHistory] = [:]
+    /// What `device_risk` holds for the devices that have a row.
+    public var scores: [AppDevice: HeldScore] = [:]
     public var counted: Set<MonthlyDevice> = []
     public var quotas: [AppMonth: MonthlyQuota] = [:]
 

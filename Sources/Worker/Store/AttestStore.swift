@@ -96,111 +96,147 @@ public final class AttestStore: @unchecked Sendable {
 
     // MARK: Writing a batch
 
-    /// Stores a batch of decisions in one transaction and one round trip, in order (so a device's
-    /// attestation is stored before its assertions in the same batch). The outcome of each says whether it
-    /// was stored, already decided, or lost a counter race; the crossings are the quota thresholds the
-    /// batch's newly counted devices crossed.
+    /// Stores a batch of decisions in one transaction and one round trip, with a handful of statements
+    /// whatever the batch size (statement start-up and constraint checks, not rows, were most of
+    /// PostgreSQL's time when each decision had its own): each accepted attestation on its own (device
+    /// upserts do not combine), then every other decision in one set-based statement, then the risk rows
+    /// that change, then the month's counts. Attestations go first so a device's assertions in the same
+    /// batch find it. The outcome of each says whether it was stored, already decided, or lost a counter
+    /// race; the crossings are the quota thresholds the batch's newly counted devices crossed.
     public func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
         guard !decisions.isEmpty else { return ([], []) }
+        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }
+        let others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
+        let counted = decisions.indices.filter { decisions[$0].intelligence?.countsAsActive == true }
         var statements: [(sql: String, params: [PGValue])] = [("BEGIN", [])]
-        for decision in decisions { statements.append(Self.statement(for: decision)) }
-        statements.append(IntelligenceWrites.tally(decisions.compactMap(\.intelligence)))
+        statements += attested.map { Self.attestation(decisions[$0], ordinal: $0) }
+        if !others.isEmpty { statements.append(Self.verdicts(others, of: decisions)) }
+        statements += decisions.compactMap(IntelligenceWrites.risk)
+        if !counted.isEmpty {
+            statements.append(IntelligenceWrites.count(counted, of: decisions))
+            statements.append(IntelligenceWrites.tally(counted.map { decisions[$0].intelligence! }))
+        }
         statements.append(("COMMIT", []))
         let results = try connection.run { c throws(PGError) in try c.pipeline(statements) }
-        let outcomes = decisions.indices.map { i -> CommitOutcome in
-            let rows = results[i + 1]
-            // Every statement returns (stored, existing verdict_json).
-            if rows.int(0, 0) == 1 { return .stored }
-            if let existing = rows.string(0, 1) { return .alreadyDecided(verdictJSON: existing) }
-            return .counterConflict
-        }
-        return (outcomes, IntelligenceWrites.crossings(results[decisions.count + 1]))
-    }
 
-    /// The verdict row's parameters $1…$15, shared by the three statement shapes.
-    private static func verdictParams(_ d: Decision) -> [PGValue] {
-        [
-            .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
-            d.teamId.map(PGValue.text) ?? .null, d.bundleId.map(PGValue.text) ?? .null, .bool(d.ok),
-            d.code.map(PGValue.text) ?? .null, d.reason.map(PGValue.text) ?? .null, .text(d.verdictJSON),
-            d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
-            d.source.map { .text($0.topic) } ?? .null, d.source.map { .int(Int64($0.partition)) } ?? .null,
-            d.source.map { .int($0.offset) } ?? .null, d.jobDigest.map(PGValue.bytes) ?? .null,
-        ]
+        // Every write statement returns (ordinal, 1 if stored else 0, the verdict stored before if any).
+        var outcomes = [CommitOutcome](repeating: .counterConflict, count: decisions.count)
+        for rows in results[1..<(1 + attested.count + (others.isEmpty ? 0 : 1))] {
+            for r in 0..<rows.count {
+                guard let i = rows.int(r, 0).map(Int.init), outcomes.indices.contains(i) else { continue }
+                if rows.int(r, 1) == 1 {
+                    outcomes[i] = .stored
+                } else if let existing = rows.string(r, 2) {
+                    outcomes[i] = .alreadyDecided(verdictJSON: existing)
+                }
+            }
+        }
+        return (outcomes, counted.isEmpty ? [] : IntelligenceWrites.crossings(results[results.count - 2]))
     }
 
     private static let insertVerdict = """
         INSERT INTO verdicts (job_id, kind, key_id, team_id, bundle_id, ok, code, reason, verdict_json, received_at,
             decided_at, source_topic, source_partition, source_offset, job_sha256)
         """
-    private static let verdictValues = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15"
 
-    /// One statement per decision, returning (1 if stored else 0, the verdict stored before if any). Each
-    /// shape's CTEs name the stored verdict `v`; the intelligence writes hang off it.
-    static func statement(for d: Decision) -> (sql: String, params: [PGValue]) {
-        let (ctes, params) = changeCTEs(for: d)
-        let extra = d.intelligence.map { IntelligenceWrites.ctes(for: $0, firstParameter: params.count + 1) }
+    /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
+    /// re-attestation of the same key; the counter never moves back).
+    static func attestation(_ d: Decision, ordinal: Int) -> (sql: String, params: [PGValue]) {
+        let device = d.attestedDevice!
+        let m = device.metadata
+        let optional = { (name: String) -> PGValue in m[name].map(PGValue.text) ?? .null }
         return (
-            ctes + (extra?.sql ?? "") + "\nSELECT (SELECT count(*) FROM v)::int, (SELECT verdict_json FROM verdicts WHERE job_id = $1)",
-            params + (extra?.params ?? [])
+            """
+            WITH v AS (\(insertVerdict)
+                VALUES ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamptz, $12::timestamptz, $13, $14, $15, $16)
+                ON CONFLICT (job_id) DO NOTHING RETURNING 1),
+            d AS (
+                INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
+                    subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
+                SELECT $17, $5, $6, $18, $19, $20, coalesce($21, gen_random_uuid()::text), $22, $23, $24, $25, $26,
+                    $27, $28, $11::timestamptz, $11::timestamptz
+                WHERE EXISTS (SELECT 1 FROM v)
+                ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
+                    receipt = EXCLUDED.receipt, device_id = coalesce($21, devices.device_id),
+                    fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
+                    subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
+                    device_model = coalesce(EXCLUDED.device_model, devices.device_model),
+                    os_version = coalesce(EXCLUDED.os_version, devices.os_version),
+                    app_version = coalesce(EXCLUDED.app_version, devices.app_version),
+                    app_build_number = coalesce(EXCLUDED.app_build_number, devices.app_build_number),
+                    platform = coalesce(EXCLUDED.platform, devices.platform),
+                    attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
+                    last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
+                RETURNING 1)
+            SELECT $1::int, (SELECT count(*) FROM v)::int, (SELECT verdict_json FROM verdicts WHERE job_id = $2)
+            """,
+            [
+                .int(Int64(ordinal)), .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
+                d.teamId.map(PGValue.text) ?? .null, d.bundleId.map(PGValue.text) ?? .null, .bool(d.ok),
+                d.code.map(PGValue.text) ?? .null, d.reason.map(PGValue.text) ?? .null, .text(d.verdictJSON),
+                d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
+                d.source.map { .text($0.topic) } ?? .null, d.source.map { .int(Int64($0.partition)) } ?? .null,
+                d.source.map { .int($0.offset) } ?? .null, d.jobDigest.map(PGValue.bytes) ?? .null,
+                .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), .bytes(device.receipt),
+                device.deviceId.map(PGValue.text) ?? .null, optional("deviceFingerprint"), optional("subjectId"),
+                optional("deviceModel"), optional("osVersion"), optional("appVersion"), optional("appBuildNumber"),
+                optional("platform"),
+            ]
         )
     }
 
-    private static func changeCTEs(for d: Decision) -> (sql: String, params: [PGValue]) {
-        switch d.change {
-        case .none:
-            return (
-                """
-                WITH v AS (\(insertVerdict) VALUES (\(verdictValues)) ON CONFLICT (job_id) DO NOTHING RETURNING 1)
-                """,
-                verdictParams(d)
-            )
-        case .attested(let device):
-            let m = device.metadata
-            let optional = { (name: String) -> PGValue in m[name].map(PGValue.text) ?? .null }
-            return (
-                """
-                WITH v AS (\(insertVerdict) VALUES (\(verdictValues)) ON CONFLICT (job_id) DO NOTHING RETURNING 1),
-                d AS (
-                    INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
-                        subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
-                    SELECT $16, $4, $5, $17, $18, $19, coalesce($20, gen_random_uuid()::text), $21, $22, $23, $24, $25,
-                        $26, $27, $10::timestamptz, $10::timestamptz
-                    WHERE EXISTS (SELECT 1 FROM v)
-                    ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
-                        receipt = EXCLUDED.receipt, device_id = coalesce($20, devices.device_id),
-                        fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
-                        subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
-                        device_model = coalesce(EXCLUDED.device_model, devices.device_model),
-                        os_version = coalesce(EXCLUDED.os_version, devices.os_version),
-                        app_version = coalesce(EXCLUDED.app_version, devices.app_version),
-                        app_build_number = coalesce(EXCLUDED.app_build_number, devices.app_build_number),
-                        platform = coalesce(EXCLUDED.platform, devices.platform),
-                        attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
-                        last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
-                    RETURNING 1)
-                """,
-                verdictParams(d) + [
-                    .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), .bytes(device.receipt),
-                    device.deviceId.map(PGValue.text) ?? .null, optional("deviceFingerprint"), optional("subjectId"),
-                    optional("deviceModel"), optional("osVersion"), optional("appVersion"), optional("appBuildNumber"),
-                    optional("platform"),
-                ]
-            )
-        case .advanced(let keyId, let counter):
-            // The compare-and-set: the counter moves only forward, and only for a job not decided before.
-            return (
-                """
-                WITH d AS (
-                    UPDATE devices SET counter = $17, assertion_count = assertion_count + 1,
-                        last_seen_at = greatest(last_seen_at, $10::timestamptz)
-                    WHERE key_id = $16 AND counter < $17 AND NOT EXISTS (SELECT 1 FROM verdicts WHERE job_id = $1)
-                    RETURNING 1),
-                v AS (\(insertVerdict) SELECT \(verdictValues) WHERE EXISTS (SELECT 1 FROM d)
-                    ON CONFLICT (job_id) DO NOTHING RETURNING 1)
-                """,
-                verdictParams(d) + [.bytes(keyId), .int(Int64(counter))]
-            )
-        }
+    /// Every decision that is not an accepted attestation, in one statement: the verdicts of jobs not
+    /// decided before, and for accepted assertions the counter's compare-and-set per key.
+    ///
+    /// A key's accepted assertions in a batch were decided in order, each above the one before, so the
+    /// key's counter moves to the highest of them when the stored counter is below the lowest, which is
+    /// what applying them one by one would do. When it is not (another writer moved it), none of the
+    /// key's assertions is stored and each is reported a counter conflict, to be decided again against
+    /// the stored counter. The condition is in the UPDATE itself, so a concurrent writer's change is
+    /// re-checked under the row lock.
+    static func verdicts(_ indices: [Int], of decisions: [Decision]) -> (sql: String, params: [PGValue]) {
+        let text = { (value: String?) -> JSONValue in value.map(JSONValue.string) ?? .null }
+        let rows = JSONValue.array(indices.map { i in
+            let d = decisions[i]
+            var advanced: (key: [UInt8], counter: UInt32)?
+            if case .advanced(let key, let counter) = d.change { advanced = (key, counter) }
+            return .object([
+                ("i", .int(Int64(i))), ("job", .string(d.jobId)), ("kind", text(d.kind)), ("kid", text(d.keyId)),
+                ("team", text(d.teamId)), ("bundle", text(d.bundleId)), ("ok", .bool(d.ok)), ("code", text(d.code)),
+                ("reason", text(d.reason)), ("verdict", .string(d.verdictJSON)), ("received", text(d.receivedAt?.rfc3339)),
+                ("decided", .string(d.decidedAt.rfc3339)), ("topic", text(d.source?.topic)),
+                ("part", d.source.map { .int(Int64($0.partition)) } ?? .null), ("o", d.source.map { .int($0.offset) } ?? .null),
+                ("sha", text(d.jobDigest.map { Hex.encode($0) })), ("dkey", text(advanced.map { Hex.encode($0.key) })),
+                ("ctr", advanced.map { .int(Int64($0.counter)) } ?? .null),
+            ])
+        })
+        return (
+            """
+            WITH x AS (
+                SELECT * FROM json_to_recordset($1::json) AS x(i int, job text, kind text, kid text, team text, bundle text,
+                    ok boolean, code text, reason text, verdict text, received timestamptz, decided timestamptz, topic text,
+                    part int, o bigint, sha text, dkey text, ctr bigint)),
+            fresh AS (SELECT * FROM x WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE job_id = x.job)),
+            g AS (
+                SELECT decode(dkey, 'hex') AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
+                    max(received) AS seen
+                FROM fresh WHERE dkey IS NOT NULL GROUP BY dkey),
+            d AS (
+                UPDATE devices SET counter = g.highest, assertion_count = assertion_count + g.n,
+                    last_seen_at = greatest(last_seen_at, g.seen)
+                FROM g WHERE devices.key_id = g.key_id AND devices.counter < g.lowest
+                RETURNING devices.key_id),
+            v AS (
+                \(insertVerdict)
+                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o,
+                    decode(sha, 'hex')
+                FROM fresh WHERE dkey IS NULL OR decode(dkey, 'hex') IN (SELECT key_id FROM d)
+                ORDER BY i
+                ON CONFLICT (job_id) DO NOTHING RETURNING job_id)
+            SELECT x.i, (v.job_id IS NOT NULL)::int, e.verdict_json
+            FROM x LEFT JOIN v ON v.job_id = x.job LEFT JOIN verdicts e ON e.job_id = x.job
+            """,
+            [.json(rows.serialized())]
+        )
     }
 }

@@ -52,6 +52,11 @@ public struct Decision: Sendable {
     public var intelligence: IntelligenceChange?
     /// SHA-256 of the job message, stored so a later message reusing the jobId is recognised.
     public var jobDigest: [UInt8]? = nil
+
+    /// The device an accepted attestation brings; nil for every other decision.
+    var attestedDevice: AttestedDevice? {
+        if case .attested(let device) = change { device } else { nil }
+    }
 }
 
 /// What happened to a decision in the database.

@@ -27,7 +27,7 @@ extension AttestStore {
                     SELECT r.team_id, r.bundle_id, r.identity, r.device_id, r.attestations,
                         (extract(epoch FROM r.last_attestation_at) * 1000000)::bigint, r.keys, r.failed_attestations,
                         r.failed_assertions, r.counter_replays, (extract(epoch FROM r.window_start) * 1000000)::bigint,
-                        r.window_attestations, r.receipt_risk_metric, r.environment
+                        r.window_attestations, r.receipt_risk_metric, r.environment, r.score, r.factors::text
                     FROM device_risk r JOIN jsonb_to_recordset($1::jsonb) AS q(t text, b text, i text)
                         ON r.team_id = q.t AND r.bundle_id = q.b AND r.identity = q.i
                     """,
@@ -71,6 +71,9 @@ extension AttestStore {
             let device = AppDevice(
                 teamId: h.string(r, 0) ?? "", bundleId: h.string(r, 1) ?? "", identity: DeviceIdentity(stored: h.string(r, 2) ?? ""))
             snapshot.histories[device] = history
+            if let score = h.int(r, 14), let factors = h.string(r, 15).flatMap({ JSONValue.parse(Array($0.utf8)) }) {
+                snapshot.scores[device] = HeldScore(score: Int(score), factors: factors)
+            }
         }
         let m = results[1]
         for r in 0..<m.count {

@@ -1,40 +1,48 @@
+import AttestCore
 import AttestJobs
 import AttestVerifier
 import PostgresClient
 
-/// The SQL that stores a decision's `IntelligenceChange` inside its batch transaction, and the batch's
-/// closing tally. Everything hangs off the decision's stored verdict `v`, so a redelivered job (whose
-/// verdict already exists) neither counts its device again nor moves its history.
+/// The SQL that stores the batch's `IntelligenceChange`s inside its transaction, after its verdicts, and
+/// the batch's closing tally. Each write is conditioned on its decision's verdict having been stored by
+/// this transaction (the row's `xmin`), so a redelivered job (whose verdict already exists) neither
+/// counts its device again nor moves its history.
 enum IntelligenceWrites {
-    /// CTEs appended to a decision's statement, which already binds $1 job_id, $4 team_id, $5 bundle_id
-    /// and $10 received_at. Counting is insert-if-absent on (app, month, identity); the history is
-    /// applied as increments (the SQL twin of `DeviceHistory.record`); a risk history row is written when
-    /// the score changes.
-    static func ctes(for c: IntelligenceChange, firstParameter n: Int) -> (sql: String, params: [PGValue]) {
-        func p(_ i: Int) -> String { "$\(n + i)" }
+    /// The verdict row `v` of the decision with job $1, when this transaction stored it.
+    private static let storedHere = "v AS (SELECT 1 FROM verdicts WHERE job_id = $1 AND xmin = pg_current_xact_id()::xid)"
+
+    /// The decision's `device_risk` upsert, its history applied as increments (the SQL twin of
+    /// `DeviceHistory.record`), and a risk history row when the score changes; nil when the decision
+    /// writes no risk (no intelligence, or nothing to change: see `IntelligenceChange.writesRisk`).
+    /// One statement per such decision, in batch order, since a device's later decisions build on the
+    /// row its earlier ones leave.
+    static func risk(_ d: Decision) -> (sql: String, params: [PGValue])? {
+        guard let c = d.intelligence, c.writesRisk, let receivedAt = d.receivedAt else { return nil }
         let e = c.event
         let flag = { (on: Bool) -> PGValue in .int(on ? 1 : 0) }
-        var params: [PGValue] = [
+        let params: [PGValue] = [
+            .text(d.jobId), .text(c.device.teamId), .text(c.device.bundleId), .text(receivedAt.rfc3339),
             .text(c.device.identity.value), .text(c.deviceId), flag(e.attested), flag(e.newKey),
             flag(e.failedAttestation), flag(e.failedAssertion), flag(e.counterReplay),
             e.environment.map { .text($0.rawValue) } ?? .null, e.receiptRiskMetric.map { .int(Int64($0)) } ?? .null,
             .int(Int64(c.assessment.score)), .text(c.riskCategory.rawValue), .json(c.assessment.factorsJSON.serialized()),
         ]
-        let sameRow = "team_id = $4 AND bundle_id = $5 AND identity = \(p(0))"
-        var sql = """
-            ,
+        let sameRow = "team_id = $2 AND bundle_id = $3 AND identity = $5"
+        return (
+            """
+            WITH \(storedHere),
             h AS (
                 INSERT INTO device_risk_history (team_id, bundle_id, identity, job_id, score, category, factors, scored_at)
-                SELECT $4, $5, \(p(0)), $1, \(p(9))::int, \(p(10)), \(p(11))::jsonb, $10::timestamptz
-                WHERE EXISTS (SELECT 1 FROM v) AND \(p(9))::int IS DISTINCT FROM (SELECT score FROM device_risk WHERE \(sameRow))
+                SELECT $2, $3, $5, $1, $14::int, $15, $16::jsonb, $4::timestamptz
+                WHERE EXISTS (SELECT 1 FROM v) AND $14::int IS DISTINCT FROM (SELECT score FROM device_risk WHERE \(sameRow))
                 RETURNING 1),
             r AS (
                 INSERT INTO device_risk AS r (team_id, bundle_id, identity, device_id, attestations, last_attestation_at,
                     keys, failed_attestations, failed_assertions, counter_replays, window_start, window_attestations,
                     receipt_risk_metric, environment, score, category, factors, updated_at)
-                SELECT $4, $5, \(p(0)), \(p(1)), \(p(2))::int, CASE WHEN \(p(2))::int = 1 THEN $10::timestamptz END,
-                    \(p(3))::int, \(p(4))::int, \(p(5))::int, \(p(6))::int, CASE WHEN \(p(2))::int = 1 THEN $10::timestamptz END,
-                    \(p(2))::int, \(p(8))::int, \(p(7)), \(p(9))::int, \(p(10)), \(p(11))::jsonb, $10::timestamptz
+                SELECT $2, $3, $5, $6, $7::int, CASE WHEN $7::int = 1 THEN $4::timestamptz END,
+                    $8::int, $9::int, $10::int, $11::int, CASE WHEN $7::int = 1 THEN $4::timestamptz END,
+                    $7::int, $13::int, $12, $14::int, $15, $16::jsonb, $4::timestamptz
                 WHERE EXISTS (SELECT 1 FROM v)
                 ON CONFLICT (team_id, bundle_id, identity) DO UPDATE SET
                     attestations = r.attestations + EXCLUDED.attestations,
@@ -54,19 +62,36 @@ enum IntelligenceWrites {
                     score = EXCLUDED.score, category = EXCLUDED.category, factors = EXCLUDED.factors,
                     updated_at = greatest(r.updated_at, EXCLUDED.updated_at)
                 RETURNING 1)
+            SELECT (SELECT count(*) FROM r)::int
+            """,
+            params
+        )
+    }
+
+    /// Counts the batch's newly active devices: insert-if-absent on (app, month, identity), the first of
+    /// a device's stored decisions in batch order giving the row its job and key.
+    static func count(_ indices: [Int], of decisions: [Decision]) -> (sql: String, params: [PGValue]) {
+        let rows = JSONValue.array(indices.map { i in
+            let d = decisions[i]
+            let c = d.intelligence!
+            return .object([
+                ("i", .int(Int64(i))), ("job", .string(d.jobId)), ("t", .string(c.device.teamId)),
+                ("b", .string(c.device.bundleId)), ("m", .string(c.month)), ("id", .string(c.device.identity.value)),
+                ("key", c.keyId.map { .string(Hex.encode($0)) } ?? .null),
+                ("at", d.receivedAt.map { .string($0.rfc3339) } ?? .null),
+            ])
+        })
+        return (
             """
-        if c.countsAsActive {
-            params += [.text(c.month), c.keyId.map(PGValue.bytes) ?? .null]
-            sql += """
-                ,
-                m AS (
-                    INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
-                    SELECT $4, $5, to_date(\(p(12)), 'YYYY-MM'), \(p(0)), \(p(13))::bytea, $1, $10::timestamptz
-                    WHERE EXISTS (SELECT 1 FROM v)
-                    ON CONFLICT DO NOTHING RETURNING 1)
-                """
-        }
-        return (sql, params)
+            INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
+            SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, decode(x.key, 'hex'), x.job, x.at
+            FROM json_to_recordset($1::json) AS x(i int, job text, t text, b text, m text, id text, key text, at timestamptz)
+                JOIN verdicts v ON v.job_id = x.job AND v.xmin = pg_current_xact_id()::xid
+            ORDER BY x.t, x.b, x.m, x.id, x.i
+            ON CONFLICT DO NOTHING
+            """,
+            [.json(rows.serialized())]
+        )
     }
 
     /// The batch's last statement: adds the devices this transaction counted to `mad_totals` (app months
