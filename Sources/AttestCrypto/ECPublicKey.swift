@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import AttestCore
 
 /// An EC public key (P-256 or P-384) owned as an OpenSSL EVP_PKEY, which it frees on deinit.
@@ -9,29 +10,66 @@ public final class ECPublicKey: @unchecked Sendable {
     private let key: OpaquePointer
 
     /// From a DER SubjectPublicKeyInfo; nil when OpenSSL rejects it (bad point, unsupported curve).
+    /// P-256 and P-384 keys with uncompressed points (every key App Attest uses) are imported directly;
+    /// anything else goes through `d2i_PUBKEY`.
     public init?(subjectPublicKeyInfo der: [UInt8]) {
-        var parsed: OpaquePointer? = nil
-        der.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            parsed = d2i_PUBKEY(nil, &cursor, buffer.count)
-            if parsed != nil && cursor != buffer.baseAddress.map({ $0 + buffer.count }) {
-                EVP_PKEY_free(parsed)
-                parsed = nil
-            }
+        let imported: OpaquePointer?
+        if let curve = Self.namedCurves.first(where: {
+            der.count == $0.prefix.count + $0.pointBytes && der.starts(with: $0.prefix) && der[$0.prefix.count] == 0x04
+        }) {
+            imported = der[curve.prefix.count...].withUnsafeBufferPointer { copenssl_ec_public_key(curve.group, $0.baseAddress, $0.count) }
+        } else {
+            imported = Self.decode(der)
         }
-        guard let parsed, EVP_PKEY_get_base_id(parsed) == EVP_PKEY_EC else {
-            EVP_PKEY_free(parsed)
+        guard let imported else {
             ERR_clear_error()
             return nil
         }
-        key = parsed
+        key = imported
     }
 
     /// From an X9.62 uncompressed P-256 point (65 bytes), as App Attest stores device keys.
     public convenience init?(p256Point point: [UInt8]) {
         guard point.count == 65, point[0] == 0x04 else { return nil }
-        self.init(subjectPublicKeyInfo: Self.p256SPKIPrefix + point)
+        self.init(subjectPublicKeyInfo: Self.namedCurves[0].prefix + point)
     }
+
+    /// Any SubjectPublicKeyInfo OpenSSL decodes to an EC key, with nothing after it.
+    private static func decode(_ der: [UInt8]) -> OpaquePointer? {
+        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            let parsed = d2i_PUBKEY(nil, &cursor, buffer.count)
+            guard cursor == buffer.baseAddress.map({ $0 + buffer.count }) else {
+                EVP_PKEY_free(parsed)
+                return nil
+            }
+            return parsed
+        }
+        guard let parsed, EVP_PKEY_get_base_id(parsed) == EVP_PKEY_EC else {
+            EVP_PKEY_free(parsed)
+            return nil
+        }
+        return parsed
+    }
+
+    /// The fixed DER header of a named-curve SubjectPublicKeyInfo before its point (uncompressed: 0x04,
+    /// x, y): id-ecPublicKey with prime256v1 or secp384r1, then the BIT STRING's header.
+    private static let namedCurves: [(group: String, prefix: [UInt8], pointBytes: Int)] = [
+        (
+            "prime256v1",
+            [
+                0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
+                0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+            ], 65
+        ),
+        (
+            "secp384r1",
+            [
+                0x30, 0x76, 0x30, 0x10, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x05, 0x2b,
+                0x81, 0x04, 0x00, 0x22, 0x03, 0x62, 0x00,
+            ], 97
+        ),
+    ]
 
     deinit { EVP_PKEY_free(key) }
 

@@ -105,7 +105,7 @@ final class WorkerProcess: @unchecked Sendable {
 
     init(topics: (jobs: String, verdicts: String, deadLetters: String), group: String, extra: [String: String] = [:]) throws {
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("worker-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ATTEST_") }
         environment.merge([
             "ATTEST_KAFKA_BROKERS": try Stack.brokers, "ATTEST_DATABASE_URL": try Stack.databaseURL,
