@@ -45,6 +45,13 @@ struct PGParameters {
                 append(type: Self.boolOID, format: 0, bytes: Array((flag ? "t" : "f").utf8) + [0])
             case .bytes(let bytes):
                 append(type: Self.byteaOID, format: 1, bytes: bytes)
+            case .array(let array):
+                guard !array.containsNUL else {
+                    throw PGError(
+                        code: .invalidParameter,
+                        message: "parameter $\(index + 1) has an element containing U+0000, which PostgreSQL text cannot store")
+                }
+                append(type: array.arrayType, format: 1, bytes: array.encoded)
             }
         }
     }

@@ -1,8 +1,8 @@
 /// A value bound to a statement parameter (`$1`, `$2`, …).
 ///
 /// Values always travel separately from the SQL text, so nothing is ever escaped or interpolated: a
-/// string that looks like SQL stays a string. Everything except `bytes` is sent in text format;
-/// `bytes` goes in binary format so arbitrary bytes (including NUL) arrive unchanged.
+/// string that looks like SQL stays a string. Everything except `bytes` and `array` is sent in text
+/// format; those go in binary format so arbitrary bytes (including NUL) arrive unchanged.
 public enum PGValue: Sendable, Equatable {
     /// SQL `NULL`.
     case null
@@ -18,4 +18,6 @@ public enum PGValue: Sendable, Equatable {
     case bytes([UInt8])
     /// A JSON document, sent untyped so it fits both `json` and `jsonb` columns.
     case json(String)
+    /// A one-dimensional array of one element type, in binary format.
+    case array(PGArray)
 }

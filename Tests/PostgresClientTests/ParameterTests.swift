@@ -114,6 +114,51 @@ struct ParameterTests {
         #expect(try db.execute("SELECT $1::bytea", [.bytes([0, 0])]).bytes(0, 0) == [0, 0])
     }
 
+    @Test("binary arrays unnest into rows, element by element, NULLs and empty arrays included")
+    func arraysRoundTrip() throws {
+        let db = try TestDatabase.connect()
+        let unicode = "Grüße 🌍 'q' \"d\" \\ {a,b}"
+        let rows = try db.execute(
+            """
+            SELECT t, i, n, b, by, ts = '2026-11-30T12:34:56.789012Z'::timestamptz, ts IS NULL
+            FROM unnest($1::text[], $2::int8[], $3::int4[], $4::bool[], $5::bytea[], $6::timestamptz[])
+                WITH ORDINALITY AS x(t, i, n, b, by, ts, o)
+            ORDER BY o
+            """,
+            [
+                .array(.text([unicode, nil, ""])), .array(.int8([.max, .min, nil])), .array(.int4([nil, -1, .max])),
+                .array(.bool([true, false, nil])), .array(.bytea([(0...255).map(UInt8.init), [], nil])),
+                .array(.timestamptz(unixMicroseconds: [1_796_042_096_789_012, nil, 0])),
+            ])
+        #expect(rows.count == 3)
+        #expect(rows.string(0, 0) == unicode)
+        #expect(rows.string(1, 0) == nil)
+        #expect(rows.string(2, 0) == "")
+        #expect([rows.int(0, 1), rows.int(1, 1), rows.int(2, 1)] == [.max, .min, nil])
+        #expect([rows.int(0, 2), rows.int(1, 2), rows.int(2, 2)] == [nil, -1, Int64(Int32.max)])
+        #expect([rows.bool(0, 3), rows.bool(1, 3), rows.bool(2, 3)] == [true, false, nil])
+        #expect(rows.bytes(0, 4) == (0...255).map(UInt8.init))
+        #expect(rows.bytes(1, 4) == [])
+        #expect(rows.bytes(2, 4) == nil)
+        #expect(rows.bool(0, 5) == true)
+        #expect(rows.bool(1, 6) == true)
+        let epoch = try db.execute("SELECT $1::timestamptz[] = ARRAY['1970-01-01T00:00:00Z'::timestamptz]", [.array(.timestamptz(unixMicroseconds: [0]))])
+        #expect(epoch.bool(0, 0) == true)
+        let empty = try db.execute("SELECT cardinality($1::text[]), count(*) FROM unnest($1::text[])", [.array(.text([]))])
+        #expect(empty.int(0, 0) == 0)
+        #expect(empty.int(0, 1) == 0)
+    }
+
+    @Test("an array with a text element containing NUL is refused before anything is sent")
+    func nulInArray() throws {
+        let db = try TestDatabase.connect()
+        let error = #expect(throws: PGError.self) {
+            try db.execute("SELECT $1::text[]", [.array(.text(["fine", "before\u{0}after"]))])
+        }
+        #expect(error?.code == .invalidParameter)
+        #expect(db.isHealthy)
+    }
+
     @Test("command tags and affected rows")
     func affectedRows() throws {
         let db = try TestDatabase.connect()

@@ -60,20 +60,18 @@ public final class AttestStore: @unchecked Sendable {
 
     /// Verdicts already stored for these jobs, and the devices with these keys: one round trip.
     public func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
-        let jobs = JSONValue.array(jobIds.map(JSONValue.string)).serialized()
-        let keys = JSONValue.array(keyIds.map { .string(Hex.encode($0)) }).serialized()
         let results = try connection.run { c throws(PGError) in
             try c.pipeline([
                 (
-                    "SELECT job_id, verdict_json, job_sha256 FROM verdicts WHERE job_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
-                    [.json(jobs)]
+                    "SELECT job_id, verdict_json, job_sha256 FROM verdicts WHERE job_id = ANY($1::text[])",
+                    [.array(.text(jobIds))]
                 ),
                 (
                     """
                     SELECT key_id, team_id, bundle_id, public_key, counter, environment, device_id, fingerprint FROM devices
-                    WHERE key_id IN (SELECT decode(jsonb_array_elements_text($1::jsonb), 'hex'))
+                    WHERE key_id = ANY($1::bytea[])
                     """,
-                    [.json(keys)]
+                    [.array(.bytea(keyIds))]
                 ),
             ])
         }
@@ -195,30 +193,30 @@ public final class AttestStore: @unchecked Sendable {
     /// the stored counter. The condition is in the UPDATE itself, so a concurrent writer's change is
     /// re-checked under the row lock.
     static func verdicts(_ indices: [Int], of decisions: [Decision]) -> (sql: String, params: [PGValue]) {
-        let text = { (value: String?) -> JSONValue in value.map(JSONValue.string) ?? .null }
-        let rows = JSONValue.array(indices.map { i in
-            let d = decisions[i]
-            var advanced: (key: [UInt8], counter: UInt32)?
-            if case .advanced(let key, let counter) = d.change { advanced = (key, counter) }
-            return .object([
-                ("i", .int(Int64(i))), ("job", .string(d.jobId)), ("kind", text(d.kind)), ("kid", text(d.keyId)),
-                ("team", text(d.teamId)), ("bundle", text(d.bundleId)), ("ok", .bool(d.ok)), ("code", text(d.code)),
-                ("reason", text(d.reason)), ("verdict", .string(d.verdictJSON)), ("received", text(d.receivedAt?.rfc3339)),
-                ("decided", .string(d.decidedAt.rfc3339)), ("topic", text(d.source?.topic)),
-                ("part", d.source.map { .int(Int64($0.partition)) } ?? .null), ("o", d.source.map { .int($0.offset) } ?? .null),
-                ("sha", text(d.jobDigest.map { Hex.encode($0) })), ("dkey", text(advanced.map { Hex.encode($0.key) })),
-                ("ctr", advanced.map { .int(Int64($0.counter)) } ?? .null),
-            ])
-        })
+        let rows = indices.map { decisions[$0] }
+        let advanced = rows.map { d -> (key: [UInt8], counter: UInt32)? in
+            if case .advanced(let key, let counter) = d.change { (key, counter) } else { nil }
+        }
+        let columns: [PGArray] = [
+            .int4(indices.map { Int32($0) }), .text(rows.map(\.jobId)), .text(rows.map(\.kind)), .text(rows.map(\.keyId)),
+            .text(rows.map(\.teamId)), .text(rows.map(\.bundleId)), .bool(rows.map(\.ok)), .text(rows.map(\.code)),
+            .text(rows.map(\.reason)), .text(rows.map(\.verdictJSON)),
+            .timestamptz(unixMicroseconds: rows.map { $0.receivedAt?.microseconds }),
+            .timestamptz(unixMicroseconds: rows.map(\.decidedAt.microseconds)), .text(rows.map { $0.source?.topic }),
+            .int4(rows.map { $0.source?.partition }), .int8(rows.map { $0.source?.offset }), .bytea(rows.map(\.jobDigest)),
+            .bytea(advanced.map { $0?.key }), .int8(advanced.map { $0.map { Int64($0.counter) } }),
+        ]
         return (
             """
             WITH x AS (
-                SELECT * FROM json_to_recordset($1::json) AS x(i int, job text, kind text, kid text, team text, bundle text,
-                    ok boolean, code text, reason text, verdict text, received timestamptz, decided timestamptz, topic text,
-                    part int, o bigint, sha text, dkey text, ctr bigint)),
+                SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[],
+                    $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::int4[],
+                    $15::int8[], $16::bytea[], $17::bytea[], $18::int8[])
+                    AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
+                        dkey, ctr)),
             fresh AS (SELECT * FROM x WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE job_id = x.job)),
             g AS (
-                SELECT decode(dkey, 'hex') AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
+                SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
                     max(received) AS seen
                 FROM fresh WHERE dkey IS NOT NULL GROUP BY dkey),
             d AS (
@@ -228,15 +226,14 @@ public final class AttestStore: @unchecked Sendable {
                 RETURNING devices.key_id),
             v AS (
                 \(insertVerdict)
-                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o,
-                    decode(sha, 'hex')
-                FROM fresh WHERE dkey IS NULL OR decode(dkey, 'hex') IN (SELECT key_id FROM d)
+                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha
+                FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
                 ORDER BY i
                 ON CONFLICT (job_id) DO NOTHING RETURNING job_id)
             SELECT x.i, (v.job_id IS NOT NULL)::int, e.verdict_json
             FROM x LEFT JOIN v ON v.job_id = x.job LEFT JOIN verdicts e ON e.job_id = x.job
             """,
-            [.json(rows.serialized())]
+            columns.map(PGValue.array)
         )
     }
 }

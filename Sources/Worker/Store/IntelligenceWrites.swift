@@ -71,26 +71,24 @@ enum IntelligenceWrites {
     /// Counts the batch's newly active devices: insert-if-absent on (app, month, identity), the first of
     /// a device's stored decisions in batch order giving the row its job and key.
     static func count(_ indices: [Int], of decisions: [Decision]) -> (sql: String, params: [PGValue]) {
-        let rows = JSONValue.array(indices.map { i in
-            let d = decisions[i]
-            let c = d.intelligence!
-            return .object([
-                ("i", .int(Int64(i))), ("job", .string(d.jobId)), ("t", .string(c.device.teamId)),
-                ("b", .string(c.device.bundleId)), ("m", .string(c.month)), ("id", .string(c.device.identity.value)),
-                ("key", c.keyId.map { .string(Hex.encode($0)) } ?? .null),
-                ("at", d.receivedAt.map { .string($0.rfc3339) } ?? .null),
-            ])
-        })
+        let rows = indices.map { (decision: decisions[$0], change: decisions[$0].intelligence!) }
+        let columns: [PGArray] = [
+            .int4(indices.map { Int32($0) }), .text(rows.map(\.decision.jobId)), .text(rows.map(\.change.device.teamId)),
+            .text(rows.map(\.change.device.bundleId)), .text(rows.map(\.change.month)),
+            .text(rows.map(\.change.device.identity.value)), .bytea(rows.map(\.change.keyId)),
+            .timestamptz(unixMicroseconds: rows.map { $0.decision.receivedAt?.microseconds }),
+        ]
         return (
             """
             INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
-            SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, decode(x.key, 'hex'), x.job, x.at
-            FROM json_to_recordset($1::json) AS x(i int, job text, t text, b text, m text, id text, key text, at timestamptz)
+            SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, x.key, x.job, x.at
+            FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::timestamptz[])
+                    AS x(i, job, t, b, m, id, key, at)
                 JOIN verdicts v ON v.job_id = x.job AND v.xmin = pg_current_xact_id()::xid
             ORDER BY x.t, x.b, x.m, x.id, x.i
             ON CONFLICT DO NOTHING
             """,
-            [.json(rows.serialized())]
+            columns.map(PGValue.array)
         )
     }
 

@@ -1,0 +1,82 @@
+/// A one-dimensional array parameter in PostgreSQL's binary format: a batch's rows travel as parallel
+/// arrays (`unnest($1::text[], $2::int8[], …)`), each element as it is, with no quoting, escaping or
+/// parsing on either side.
+public struct PGArray: Sendable, Equatable {
+    /// The array type's OID (`text[]`, `int8[]`, …).
+    let arrayType: UInt32
+    /// The `array_send` encoding.
+    let encoded: [UInt8]
+    /// A text element holds U+0000, which PostgreSQL text cannot store; the parameter is refused.
+    private(set) var containsNUL = false
+
+    /// The element type's OID and the array type's, as in `pg_type`.
+    private enum Element {
+        static let bool: (UInt32, UInt32) = (16, 1000)
+        static let bytea: (UInt32, UInt32) = (17, 1001)
+        static let int4: (UInt32, UInt32) = (23, 1007)
+        static let text: (UInt32, UInt32) = (25, 1009)
+        static let int8: (UInt32, UInt32) = (20, 1016)
+        static let timestamptz: (UInt32, UInt32) = (1184, 1185)
+    }
+
+    private init<E>(_ types: (element: UInt32, array: UInt32), _ elements: [E?], encode: (E, inout [UInt8]) -> Void) {
+        var out = [UInt8]()
+        out.reserveCapacity(20 + elements.count * 12)
+        Self.append(Int32(elements.isEmpty ? 0 : 1), to: &out)
+        Self.append(Int32(elements.contains { $0 == nil } ? 1 : 0), to: &out)
+        Self.append(Int32(bitPattern: types.element), to: &out)
+        if !elements.isEmpty {
+            Self.append(Int32(elements.count), to: &out)
+            Self.append(Int32(1), to: &out)  // lower bound
+        }
+        for element in elements {
+            guard let element else {
+                Self.append(Int32(-1), to: &out)
+                continue
+            }
+            let lengthAt = out.count
+            Self.append(Int32(0), to: &out)
+            encode(element, &out)
+            let length = UInt32(out.count - lengthAt - 4)
+            for i in 0..<4 { out[lengthAt + i] = UInt8(truncatingIfNeeded: length >> (24 - 8 * i)) }
+        }
+        arrayType = types.array
+        encoded = out
+    }
+
+    private static func append<I: FixedWidthInteger>(_ value: I, to out: inout [UInt8]) {
+        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
+    }
+
+    public static func text(_ elements: [String?]) -> PGArray {
+        var nul = false
+        var array = PGArray(Element.text, elements) { text, out in
+            let start = out.count
+            out.append(contentsOf: text.utf8)
+            nul = nul || out[start...].contains(0)
+        }
+        array.containsNUL = nul
+        return array
+    }
+
+    public static func int8(_ elements: [Int64?]) -> PGArray {
+        PGArray(Element.int8, elements) { append($0, to: &$1) }
+    }
+
+    public static func int4(_ elements: [Int32?]) -> PGArray {
+        PGArray(Element.int4, elements) { append($0, to: &$1) }
+    }
+
+    public static func bool(_ elements: [Bool?]) -> PGArray {
+        PGArray(Element.bool, elements) { $1.append($0 ? 1 : 0) }
+    }
+
+    public static func bytea(_ elements: [[UInt8]?]) -> PGArray {
+        PGArray(Element.bytea, elements) { $1.append(contentsOf: $0) }
+    }
+
+    /// Instants as microseconds since the Unix epoch (sent as PostgreSQL's microseconds since 2000-01-01).
+    public static func timestamptz(unixMicroseconds elements: [Int64?]) -> PGArray {
+        PGArray(Element.timestamptz, elements) { append($0 - 946_684_800_000_000, to: &$1) }
+    }
+}

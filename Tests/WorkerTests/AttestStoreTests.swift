@@ -1,0 +1,125 @@
+import AttestCore
+import Foundation
+import PostgresClient
+import Testing
+@testable import Worker
+
+/// The batch commit's set-based statement against the ops/stack PostgreSQL, in a schema of its own: the
+/// outcomes must be those of applying the decisions one by one.
+@Suite struct AttestStoreTests {
+    /// A migrated schema of its own and a store on it.
+    final class Database {
+        let admin: PGConnection
+        let schema = "store_\(UInt32.random(in: 0...UInt32.max))"
+        let connection: PGConnection
+        let store: AttestStore
+
+        init() throws {
+            let url = try #require(
+                ProcessInfo.processInfo.environment["ATTEST_DATABASE_URL"], "run ops/stack up and eval \"$(ops/stack env)\"")
+            admin = try PGConnection(conninfo: url)
+            try admin.execute("CREATE SCHEMA \(schema)")
+            let scoped = url + (url.contains("?") ? "&" : "?") + "options=-c%20search_path%3D\(schema)"
+            connection = try PGConnection(conninfo: scoped)
+            _ = try Migrator.migrate(connection, migrations: Migrator.bundled)
+            store = AttestStore(connection: PGReconnectingConnection(conninfo: scoped))
+        }
+
+        deinit { _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE") }
+
+        func addDevice(_ key: [UInt8], counter: Int64) throws {
+            try connection.execute(
+                """
+                INSERT INTO devices (key_id, team_id, bundle_id, public_key, counter, environment, device_id, attested_at,
+                    last_seen_at)
+                VALUES ($1, 'TEAM', 'app', $2, $3, 'production', 'd', now(), now())
+                """, [.bytes(key), .bytes([0x04] + [UInt8](repeating: 1, count: 64)), .int(counter)])
+        }
+
+        func counter(_ key: [UInt8]) throws -> Int64? {
+            try connection.execute("SELECT counter FROM devices WHERE key_id = $1", [.bytes(key)]).int(0, 0)
+        }
+
+        func storedJobs() throws -> Set<String> {
+            let rows = try connection.execute("SELECT job_id FROM verdicts")
+            return Set((0..<rows.count).compactMap { rows.string($0, 0) })
+        }
+    }
+
+    static let now = Timestamp(microseconds: 1_796_000_000_000_000)
+
+    static func decision(_ jobId: String, _ change: Decision.DeviceChange, ok: Bool = true) -> Decision {
+        Decision(
+            jobId: jobId, kind: "assertion", keyId: "k", teamId: "TEAM", bundleId: "app", ok: ok, code: ok ? nil : "x",
+            reason: ok ? nil : "y", verdictJSON: #"{"jobId":"\#(jobId)"}"#, receivedAt: now, decidedAt: now,
+            source: .init(topic: "t", partition: 0, offset: 1), change: change, intelligence: nil)
+    }
+
+    static let keyA = [UInt8](repeating: 0xa, count: 32)
+    static let keyB = [UInt8](repeating: 0xb, count: 32)
+
+    @Test func aKeysAssertionsAdvanceItsCounterToTheLastWhenTheStoredOneIsBelowTheFirst() throws {
+        let db = try Database()
+        try db.addDevice(Self.keyA, counter: 1)
+        try db.addDevice(Self.keyB, counter: 5)
+        let decisions = [
+            Self.decision("a2", .advanced(keyId: Self.keyA, counter: 2)),
+            Self.decision("b6", .advanced(keyId: Self.keyB, counter: 6)),
+            Self.decision("rejected", .none, ok: false),
+            Self.decision("a3", .advanced(keyId: Self.keyA, counter: 3)),
+            Self.decision("a7", .advanced(keyId: Self.keyA, counter: 7)),
+        ]
+        let (outcomes, _) = try db.store.commit(decisions)
+        #expect(outcomes == Array(repeating: .stored, count: 5))
+        #expect(try db.counter(Self.keyA) == 7)
+        #expect(try db.counter(Self.keyB) == 6)
+        let counts = try db.connection.execute("SELECT assertion_count FROM devices WHERE key_id = $1", [.bytes(Self.keyA)])
+        #expect(counts.int(0, 0) == 3)
+        let stored = try db.connection.execute(
+            "SELECT received_at = $1::timestamptz, source_offset, verdict_json FROM verdicts WHERE job_id = 'a3'",
+            [.text(Self.now.rfc3339)])
+        #expect(stored.bool(0, 0) == true)
+        #expect(stored.int(0, 1) == 1)
+        #expect(stored.string(0, 2) == #"{"jobId":"a3"}"#)
+    }
+
+    @Test func aKeyWhoseStoredCounterReachedItsFirstAssertionStoresNoneOfThemAndOthersAreUnaffected() throws {
+        let db = try Database()
+        try db.addDevice(Self.keyA, counter: 3)
+        try db.addDevice(Self.keyB, counter: 0)
+        let decisions = [
+            Self.decision("a3", .advanced(keyId: Self.keyA, counter: 3)),
+            Self.decision("a4", .advanced(keyId: Self.keyA, counter: 4)),
+            Self.decision("b1", .advanced(keyId: Self.keyB, counter: 1)),
+        ]
+        let (outcomes, _) = try db.store.commit(decisions)
+        #expect(outcomes == [.counterConflict, .counterConflict, .stored])
+        #expect(try db.counter(Self.keyA) == 3)
+        #expect(try db.counter(Self.keyB) == 1)
+        #expect(try db.storedJobs() == ["b1"])
+    }
+
+    @Test func jobsDecidedBeforeReturnTheirStoredVerdictAndDoNotMoveTheCounter() throws {
+        let db = try Database()
+        try db.addDevice(Self.keyA, counter: 0)
+        _ = try db.store.commit([Self.decision("a1", .advanced(keyId: Self.keyA, counter: 1)), Self.decision("r", .none, ok: false)])
+        var again = Self.decision("a1", .advanced(keyId: Self.keyA, counter: 1))
+        again.verdictJSON = #"{"other":true}"#
+        let (outcomes, _) = try db.store.commit([
+            again, Self.decision("r", .none, ok: false), Self.decision("a2", .advanced(keyId: Self.keyA, counter: 2)),
+        ])
+        #expect(outcomes == [
+            .alreadyDecided(verdictJSON: #"{"jobId":"a1"}"#), .alreadyDecided(verdictJSON: #"{"jobId":"r"}"#), .stored,
+        ])
+        #expect(try db.counter(Self.keyA) == 2)
+        let counts = try db.connection.execute("SELECT assertion_count FROM devices WHERE key_id = $1", [.bytes(Self.keyA)])
+        #expect(counts.int(0, 0) == 2)
+    }
+
+    @Test func anAssertionOfAKeyWithoutADeviceRowIsAConflictNotAVerdict() throws {
+        let db = try Database()
+        let (outcomes, _) = try db.store.commit([Self.decision("a1", .advanced(keyId: Self.keyA, counter: 1))])
+        #expect(outcomes == [.counterConflict])
+        #expect(try db.storedJobs().isEmpty)
+    }
+}
