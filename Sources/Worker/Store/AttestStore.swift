@@ -107,7 +107,7 @@ public final class AttestStore: @unchecked Sendable {
         let others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
         let counted = decisions.indices.filter { decisions[$0].intelligence?.countsAsActive == true }
         var statements: [(sql: String, params: [PGValue])] = [("BEGIN", [])]
-        statements += attested.map { Self.attestation(decisions[$0], ordinal: $0) }
+        statements += attested.map { Self.attestation(decisions[$0]) }
         if !others.isEmpty { statements.append(Self.verdicts(others, of: decisions)) }
         statements += decisions.compactMap(IntelligenceWrites.risk)
         if !counted.isEmpty {
@@ -117,11 +117,14 @@ public final class AttestStore: @unchecked Sendable {
         statements.append(("COMMIT", []))
         let results = try connection.run { c throws(PGError) in try c.pipeline(statements) }
 
-        // Every write statement returns (ordinal, 1 if stored else 0, the verdict stored before if any).
+        // Every write statement returns (jobId, 1 if stored else 0, the verdict stored before if any); the
+        // batch's jobIds are distinct.
+        var index = [String: Int](minimumCapacity: decisions.count)
+        for (i, d) in decisions.enumerated() { index[d.jobId] = i }
         var outcomes = [CommitOutcome](repeating: .counterConflict, count: decisions.count)
         for rows in results[1..<(1 + attested.count + (others.isEmpty ? 0 : 1))] {
             for r in 0..<rows.count {
-                guard let i = rows.int(r, 0).map(Int.init), outcomes.indices.contains(i) else { continue }
+                guard let i = rows.string(r, 0).flatMap({ index[$0] }) else { continue }
                 if rows.int(r, 1) == 1 {
                     outcomes[i] = .stored
                 } else if let existing = rows.string(r, 2) {
@@ -139,23 +142,23 @@ public final class AttestStore: @unchecked Sendable {
 
     /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
     /// re-attestation of the same key; the counter never moves back).
-    static func attestation(_ d: Decision, ordinal: Int) -> (sql: String, params: [PGValue]) {
+    static func attestation(_ d: Decision) -> (sql: String, params: [PGValue]) {
         let device = d.attestedDevice!
         let m = device.metadata
         let optional = { (name: String) -> PGValue in m[name].map(PGValue.text) ?? .null }
         return (
             """
             WITH v AS (\(insertVerdict)
-                VALUES ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11::timestamptz, $12::timestamptz, $13, $14, $15, $16)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15)
                 ON CONFLICT (job_id) DO NOTHING RETURNING 1),
             d AS (
                 INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
                     subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
-                SELECT $17, $5, $6, $18, $19, $20, coalesce($21, gen_random_uuid()::text), $22, $23, $24, $25, $26,
-                    $27, $28, $11::timestamptz, $11::timestamptz
+                SELECT $16, $4, $5, $17, $18, $19, coalesce($20, gen_random_uuid()::text), $21, $22, $23, $24, $25,
+                    $26, $27, $10::timestamptz, $10::timestamptz
                 WHERE EXISTS (SELECT 1 FROM v)
                 ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
-                    receipt = EXCLUDED.receipt, device_id = coalesce($21, devices.device_id),
+                    receipt = EXCLUDED.receipt, device_id = coalesce($20, devices.device_id),
                     fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
                     subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
                     device_model = coalesce(EXCLUDED.device_model, devices.device_model),
@@ -166,10 +169,10 @@ public final class AttestStore: @unchecked Sendable {
                     attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
                     last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
                 RETURNING 1)
-            SELECT $1::int, (SELECT count(*) FROM v)::int, (SELECT verdict_json FROM verdicts WHERE job_id = $2)
+            SELECT $1, (SELECT count(*) FROM v)::int, (SELECT verdict_json FROM verdicts WHERE job_id = $1)
             """,
             [
-                .int(Int64(ordinal)), .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
+                .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
                 d.teamId.map(PGValue.text) ?? .null, d.bundleId.map(PGValue.text) ?? .null, .bool(d.ok),
                 d.code.map(PGValue.text) ?? .null, d.reason.map(PGValue.text) ?? .null, .text(d.verdictJSON),
                 d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
@@ -214,7 +217,8 @@ public final class AttestStore: @unchecked Sendable {
                     $15::int8[], $16::bytea[], $17::bytea[], $18::int8[])
                     AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
                         dkey, ctr)),
-            fresh AS (SELECT * FROM x WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE job_id = x.job)),
+            decided AS (SELECT x.job, e.verdict_json FROM x JOIN verdicts e ON e.job_id = x.job),
+            fresh AS (SELECT * FROM x WHERE job NOT IN (SELECT job FROM decided)),
             g AS (
                 SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
                     max(received) AS seen
@@ -230,8 +234,7 @@ public final class AttestStore: @unchecked Sendable {
                 FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
                 ORDER BY i
                 ON CONFLICT (job_id) DO NOTHING RETURNING job_id)
-            SELECT x.i, (v.job_id IS NOT NULL)::int, e.verdict_json
-            FROM x LEFT JOIN v ON v.job_id = x.job LEFT JOIN verdicts e ON e.job_id = x.job
+            SELECT job_id, 1, NULL FROM v UNION ALL SELECT job, 0, verdict_json FROM decided
             """,
             columns.map(PGValue.array)
         )
