@@ -110,10 +110,7 @@ public final class AttestStore: @unchecked Sendable {
         statements += attested.map { Self.attestation(decisions[$0]) }
         if !others.isEmpty { statements.append(Self.verdicts(others, of: decisions)) }
         statements += decisions.compactMap(IntelligenceWrites.risk)
-        if !counted.isEmpty {
-            statements.append(IntelligenceWrites.count(counted, of: decisions))
-            statements.append(IntelligenceWrites.tally(counted.map { decisions[$0].intelligence! }))
-        }
+        if !counted.isEmpty { statements.append(IntelligenceWrites.count(counted, of: decisions)) }
         statements.append(("COMMIT", []))
         let results = try connection.run { c throws(PGError) in try c.pipeline(statements) }
 

@@ -4,7 +4,7 @@ import AttestVerifier
 import PostgresClient
 
 /// The SQL that stores the batch's `IntelligenceChange`s inside its transaction, after its verdicts, and
-/// the batch's closing tally. Each write is conditioned on its decision's verdict having been stored by
+/// its monthly counts. Each write is conditioned on its decision's verdict having been stored by
 /// this transaction (the row's `xmin`), so a redelivered job (whose verdict already exists) neither
 /// counts its device again nor moves its history.
 enum IntelligenceWrites {
@@ -68,8 +68,10 @@ enum IntelligenceWrites {
         )
     }
 
-    /// Counts the batch's newly active devices: insert-if-absent on (app, month, identity), the first of
-    /// a device's stored decisions in batch order giving the row its job and key.
+    /// Counts the batch's newly active devices and returns the quota crossings that makes: insert-if-absent
+    /// on (app, month, identity), the first of a device's stored decisions in batch order giving the row its
+    /// job and key; the rows inserted are added to `mad_totals` (app months in key order, so concurrent
+    /// workers cannot deadlock on them), and the 80% and 100% crossings not recorded before are recorded.
     static func count(_ indices: [Int], of decisions: [Decision]) -> (sql: String, params: [PGValue]) {
         let rows = indices.map { (decision: decisions[$0], change: decisions[$0].intelligence!) }
         let columns: [PGArray] = [
@@ -80,36 +82,18 @@ enum IntelligenceWrites {
         ]
         return (
             """
-            INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
-            SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, x.key, x.job, x.at
-            FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::timestamptz[])
-                    AS x(i, job, t, b, m, id, key, at)
-                JOIN verdicts v ON v.job_id = x.job AND v.xmin = pg_current_xact_id()::xid
-            ORDER BY x.t, x.b, x.m, x.id, x.i
-            ON CONFLICT DO NOTHING
-            """,
-            columns.map(PGValue.array)
-        )
-    }
-
-    /// The batch's last statement: adds the devices this transaction counted to `mad_totals` (app months
-    /// in key order, so concurrent workers cannot deadlock on them) and records the 80% and 100% crossings
-    /// not recorded before, returning them. Rows counted by this transaction carry its id.
-    static func tally(_ changes: [IntelligenceChange]) -> (sql: String, params: [PGValue]) {
-        let counted = JSONValue.array(changes.filter(\.countsAsActive).map { c in
-            .object([
-                ("t", .string(c.device.teamId)), ("b", .string(c.device.bundleId)), ("m", .string(c.month)),
-                ("i", .string(c.device.identity.value)),
-            ])
-        })
-        return (
-            """
-            WITH b AS (SELECT DISTINCT t, b, to_date(m, 'YYYY-MM') AS month, i FROM jsonb_to_recordset($1::jsonb) AS x(t text, b text, m text, i text)),
+            WITH m AS (
+                INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
+                SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, x.key, x.job, x.at
+                FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
+                        $8::timestamptz[]) AS x(i, job, t, b, m, id, key, at)
+                    JOIN verdicts v ON v.job_id = x.job AND v.xmin = pg_current_xact_id()::xid
+                ORDER BY x.t, x.b, x.m, x.id, x.i
+                ON CONFLICT DO NOTHING
+                RETURNING team_id, bundle_id, month, counted_at),
             n AS (
-                SELECT d.team_id, d.bundle_id, d.month, count(*)::int AS added, max(d.counted_at) AS last_at
-                FROM mad_devices d JOIN b ON d.team_id = b.t AND d.bundle_id = b.b AND d.month = b.month AND d.identity = b.i
-                WHERE d.counted_tx = pg_current_xact_id()
-                GROUP BY d.team_id, d.bundle_id, d.month),
+                SELECT team_id, bundle_id, month, count(*)::int AS added, max(counted_at) AS last_at
+                FROM m GROUP BY team_id, bundle_id, month),
             t AS (
                 INSERT INTO mad_totals AS mt (team_id, bundle_id, month, devices)
                 SELECT team_id, bundle_id, month, added FROM n ORDER BY team_id, bundle_id, month
@@ -127,7 +111,7 @@ enum IntelligenceWrites {
             SELECT team_id, bundle_id, to_char(month, 'YYYY-MM'), threshold, devices, mad_limit FROM c
             ORDER BY team_id, bundle_id, month, threshold
             """,
-            [.json(counted.serialized())]
+            columns.map(PGValue.array)
         )
     }
 
