@@ -191,7 +191,9 @@ public final class AttestStore: @unchecked Sendable {
     /// what applying them one by one would do. When it is not (another writer moved it), none of the
     /// key's assertions is stored and each is reported a counter conflict, to be decided again against
     /// the stored counter. The condition is in the UPDATE itself, so a concurrent writer's change is
-    /// re-checked under the row lock.
+    /// re-checked under the row lock. Stored verdicts are looked up one by one through the primary key
+    /// (LATERAL … LIMIT 1 cannot become a join that scans the table, whatever plan the cached statement
+    /// settles on).
     static func verdicts(_ indices: [Int], of decisions: [Decision]) -> (sql: String, params: [PGValue]) {
         let rows = indices.map { decisions[$0] }
         let advanced = rows.map { d -> (key: [UInt8], counter: UInt32)? in
@@ -214,7 +216,9 @@ public final class AttestStore: @unchecked Sendable {
                     $15::int8[], $16::bytea[], $17::bytea[], $18::int8[])
                     AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
                         dkey, ctr)),
-            decided AS (SELECT x.job, e.verdict_json FROM x JOIN verdicts e ON e.job_id = x.job),
+            decided AS (
+                SELECT x.job, e.verdict_json
+                FROM x CROSS JOIN LATERAL (SELECT verdict_json FROM verdicts WHERE job_id = x.job LIMIT 1) e),
             fresh AS (SELECT * FROM x WHERE job NOT IN (SELECT job FROM decided)),
             g AS (
                 SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,

@@ -5,21 +5,14 @@ import PostgresClient
 
 extension AttestStore {
     /// The histories, monthly counts and quota states a batch decides with: one round trip whatever the
-    /// batch size, keys passed as JSON arrays and joined on the tables' primary keys.
+    /// batch size. Keys travel as parallel arrays and each is looked up through its table's primary key
+    /// (a LATERAL subquery with LIMIT 1 cannot be turned into a join), so the cost follows the batch,
+    /// never the tables' size, whatever plan a cached statement settles on.
     public func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot {
         guard !query.isEmpty else { return IntelligenceSnapshot() }
-        let devices = JSONValue.array(query.devices.map { d in
-            .object([("t", .string(d.teamId)), ("b", .string(d.bundleId)), ("i", .string(d.identity.value))])
-        })
-        let counted = JSONValue.array(query.counted.map { c in
-            .object([
-                ("t", .string(c.month.teamId)), ("b", .string(c.month.bundleId)), ("m", .string(c.month.month)),
-                ("i", .string(c.identity.value)),
-            ])
-        })
-        let months = JSONValue.array(query.months.map { m in
-            .object([("t", .string(m.teamId)), ("b", .string(m.bundleId)), ("m", .string(m.month))])
-        })
+        let devices = Array(query.devices)
+        let counted = Array(query.counted)
+        let months = Array(query.months)
         let results = try connection.run { c throws(PGError) in
             try c.pipeline([
                 (
@@ -28,28 +21,40 @@ extension AttestStore {
                         (extract(epoch FROM r.last_attestation_at) * 1000000)::bigint, r.keys, r.failed_attestations,
                         r.failed_assertions, r.counter_replays, (extract(epoch FROM r.window_start) * 1000000)::bigint,
                         r.window_attestations, r.receipt_risk_metric, r.environment, r.score, r.factors::text
-                    FROM device_risk r JOIN jsonb_to_recordset($1::jsonb) AS q(t text, b text, i text)
-                        ON r.team_id = q.t AND r.bundle_id = q.b AND r.identity = q.i
+                    FROM unnest($1::text[], $2::text[], $3::text[]) AS q(t, b, i)
+                        CROSS JOIN LATERAL (
+                            SELECT * FROM device_risk WHERE team_id = q.t AND bundle_id = q.b AND identity = q.i LIMIT 1) r
                     """,
-                    [.json(devices.serialized())]
+                    [.array(.text(devices.map(\.teamId))), .array(.text(devices.map(\.bundleId))),
+                     .array(.text(devices.map(\.identity.value)))]
                 ),
                 (
                     """
                     SELECT m.team_id, m.bundle_id, to_char(m.month, 'YYYY-MM'), m.identity
-                    FROM mad_devices m JOIN jsonb_to_recordset($1::jsonb) AS q(t text, b text, m text, i text)
-                        ON m.team_id = q.t AND m.bundle_id = q.b AND m.month = to_date(q.m, 'YYYY-MM') AND m.identity = q.i
+                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS q(t, b, m, i)
+                        CROSS JOIN LATERAL (
+                            SELECT team_id, bundle_id, month, identity FROM mad_devices
+                            WHERE team_id = q.t AND bundle_id = q.b AND month = to_date(q.m, 'YYYY-MM') AND identity = q.i
+                            LIMIT 1) m
                     """,
-                    [.json(counted.serialized())]
+                    [.array(.text(counted.map(\.month.teamId))), .array(.text(counted.map(\.month.bundleId))),
+                     .array(.text(counted.map(\.month.month))), .array(.text(counted.map(\.identity.value)))]
                 ),
                 (
                     """
                     SELECT q.t, q.b, q.m, coalesce(t.devices, 0), (extract(epoch FROM e.reached_at) * 1000000)::bigint
-                    FROM jsonb_to_recordset($1::jsonb) AS q(t text, b text, m text)
-                    LEFT JOIN mad_totals t ON t.team_id = q.t AND t.bundle_id = q.b AND t.month = to_date(q.m, 'YYYY-MM')
-                    LEFT JOIN mad_quota_events e ON e.team_id = q.t AND e.bundle_id = q.b
-                        AND e.month = to_date(q.m, 'YYYY-MM') AND e.threshold = 100
+                    FROM unnest($1::text[], $2::text[], $3::text[]) AS q(t, b, m)
+                    LEFT JOIN LATERAL (
+                        SELECT devices FROM mad_totals
+                        WHERE team_id = q.t AND bundle_id = q.b AND month = to_date(q.m, 'YYYY-MM') LIMIT 1) t ON true
+                    LEFT JOIN LATERAL (
+                        SELECT reached_at FROM mad_quota_events
+                        WHERE team_id = q.t AND bundle_id = q.b AND month = to_date(q.m, 'YYYY-MM') AND threshold = 100
+                        LIMIT 1) e
+                        ON true
                     """,
-                    [.json(months.serialized())]
+                    [.array(.text(months.map(\.teamId))), .array(.text(months.map(\.bundleId))),
+                     .array(.text(months.map(\.month)))]
                 ),
             ])
         }

@@ -87,7 +87,8 @@ enum IntelligenceWrites {
                 SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, x.key, x.job, x.at
                 FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
                         $8::timestamptz[]) AS x(i, job, t, b, m, id, key, at)
-                    JOIN verdicts v ON v.job_id = x.job AND v.xmin = pg_current_xact_id()::xid
+                    CROSS JOIN LATERAL (
+                        SELECT 1 FROM verdicts WHERE job_id = x.job AND xmin = pg_current_xact_id()::xid LIMIT 1) v
                 ORDER BY x.t, x.b, x.m, x.id, x.i
                 ON CONFLICT DO NOTHING
                 RETURNING team_id, bundle_id, month, counted_at),
