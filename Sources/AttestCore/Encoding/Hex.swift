@@ -1,14 +1,18 @@
 /// Lowercase hex, for digests in logs, fingerprints and test expectations.
 public enum Hex {
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var i = 0
+            for b in bytes {
+                out[i] = digits[Int(b >> 4)]
+                out[i + 1] = digits[Int(b & 15)]
+                i += 2
+            }
+            return i
         }
-        return String(decoding: out, as: UTF8.self)
     }
+
+    private static let digits = Array("0123456789abcdef".utf8)
 
     /// Decodes an even-length hex string (either case), or nil.
     public static func decode(_ text: String) -> [UInt8]? {

@@ -250,11 +250,13 @@ public final class BatchProcessor: Sendable {
         let snapshot = items
         let results = Mutex<[(Int, Decision)]>([])
         let work = order.map { groups[$0]! }
-        // `threads` lanes (ATTEST_WORKERS), each taking every threads-th key group.
+        // `threads` lanes (ATTEST_WORKERS), each taking the next key group until none is left: groups differ
+        // in cost (an attestation is several assertions' worth), so a fixed split leaves lanes idle.
         let lanes = max(1, min(settings.threads, work.count))
-        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+        let next = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: lanes) { _ in
             var decided = [(Int, Decision)]()
-            for g in stride(from: lane, to: work.count, by: lanes) {
+            while case let g = next.add(1, ordering: .relaxed).oldValue, g < work.count {
                 var state: DeviceState? = nil
                 for i in work[g] {
                     var decision = decideOne(snapshot[i], now: now, state: &state, ledger)
