@@ -115,6 +115,8 @@ enum RunCommand: Subcommand {
         let consumerProperties = base.merging([
             "group.id": configuration.consumerGroup, "auto.offset.reset": "earliest", "enable.auto.commit": "true",
             "auto.commit.interval.ms": "1000", "client.id": "attest-worker",
+            // librdkafka's prefetch, which holds what arrives while the buffer is full (64 MB by default).
+            "queued.max.messages.kbytes": "16384",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
         let producerProperties = base.merging(["linger.ms": "2", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !consumerOnly.contains($0.key) }) { _, b in b }
@@ -122,7 +124,7 @@ enum RunCommand: Subcommand {
             settings: WorkerService.Settings(
                 topics: configuration.jobsTopics, consumerProperties: consumerProperties,
                 producerProperties: producerProperties, batchSize: configuration.batchSize,
-                maxBufferedMessages: configuration.maxBufferedMessages,
+                maxBufferedMessages: configuration.maxBufferedMessages, pauseAfterSeconds: configuration.pauseAfterSeconds,
                 shutdownTimeoutSeconds: configuration.shutdownTimeoutSeconds),
             processors: processors, logger: logger, metrics: metrics)
 
@@ -149,5 +151,6 @@ enum RunCommand: Subcommand {
         "group.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "auto.offset.reset",
         "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store", "fetch.wait.max.ms",
         "fetch.min.bytes", "fetch.max.bytes", "partition.assignment.strategy", "group.protocol", "isolation.level",
+        "queued.max.messages.kbytes", "queued.min.messages",
     ]
 }

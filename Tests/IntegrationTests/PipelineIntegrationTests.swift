@@ -93,20 +93,38 @@ extension LiveStack {
             #expect(counters.int(0, 0) == 25 && counters.int(0, 1) == 25, "a counter is not at the last assertion")
         }
 
-        /// A buffer far smaller than the stream: partitions are paused and resumed many times, and the stream
-        /// still completes. (Resuming once only when a batch was taken stalled for good when the jobs in
-        /// flight, not the buffered ones, held the count above half the limit.)
+        /// A buffer far smaller than the stream, partitions paused as soon as it is full: they are paused and
+        /// resumed many times, and the stream still completes. (Resuming once only when a batch was taken
+        /// stalled for good when the jobs in flight, not the buffered ones, held the count above half the
+        /// limit.)
         @Test func backpressureWithASmallBufferPausesAndResumesWithoutStalling() throws {
+            try runThroughASmallBuffer(pauseAfterMilliseconds: 0, expecting: "paused partitions")
+        }
+
+        /// The same with the default patience: the poll thread waits for the lanes instead of pausing (which
+        /// would discard librdkafka's prefetch), and the stream completes.
+        @Test func backpressureWaitsForTheLanesBeforePausing() throws {
+            let log = try runThroughASmallBuffer(pauseAfterMilliseconds: 2000, expecting: "buffer full; waiting for the lanes")
+            #expect(!log.contains("paused partitions"), "lanes that keep taking batches never stall the poll thread for 2 s")
+        }
+
+        /// Returns the worker's log.
+        @discardableResult
+        private func runThroughASmallBuffer(pauseAfterMilliseconds: Int, expecting line: String) throws -> String {
             let topics = try Stack.topics("backpressure")
             let stream = try JobStream(devices: 12, assertions: 20)
             try Jobs.registerApp(stream.bundleId)
             try produce(topics.jobs, stream.messages)
             let worker = try WorkerProcess(
                 topics: topics, group: "g-\(UUID().uuidString)",
-                extra: ["ATTEST_MAX_BUFFERED_MESSAGES": "40", "ATTEST_BATCH_SIZE": "40", "ATTEST_LOG_LEVEL": "debug"])
+                extra: [
+                    "ATTEST_MAX_BUFFERED_MESSAGES": "40", "ATTEST_BATCH_SIZE": "40", "ATTEST_LOG_LEVEL": "debug",
+                    "ATTEST_PAUSE_AFTER_MS": "\(pauseAfterMilliseconds)",
+                ])
             let verdicts = try TopicReader(topic: topics.verdicts)
             #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-            #expect(worker.log.contains("paused partitions"), "the buffer never filled: the test did not exercise backpressure")
+            #expect(worker.log.contains(line), "the buffer never filled: the test did not exercise backpressure")
+            return worker.log
         }
 
         @Test func twoWorkersInOneGroupSharePartitionsAndDecideEachJobOnce() throws {

@@ -33,6 +33,8 @@ public struct WorkerConfiguration: Sendable {
     public var batchLanes: Int
     /// Messages buffered ahead of the batch loop before partitions are paused.
     public var maxBufferedMessages: Int
+    /// How long the buffer may stay full before partitions are paused (see `WorkerService.Settings`).
+    public var pauseAfterSeconds: Double
     public var migrateAtStart: Bool
     /// Admit jobs for apps that are not registered, with `defaultEnvironments` (development convenience).
     public var admitUnknownApps: Bool
@@ -69,6 +71,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_BATCH_SIZE", "512", false),
         ("ATTEST_BATCH_LANES", "2", false),
         ("ATTEST_MAX_BUFFERED_MESSAGES", "8192", false),
+        ("ATTEST_PAUSE_AFTER_MS", "2000", false),
         ("ATTEST_MIGRATE_AT_START", "true", false),
         ("ATTEST_ADMIT_UNKNOWN_APPS", "false", false),
         ("ATTEST_DEFAULT_ENVIRONMENTS", "production", false),
@@ -141,6 +144,7 @@ public struct WorkerConfiguration: Sendable {
             batchSize: reader.integer("ATTEST_BATCH_SIZE", min: 1),
             batchLanes: reader.integer("ATTEST_BATCH_LANES", min: 1),
             maxBufferedMessages: reader.integer("ATTEST_MAX_BUFFERED_MESSAGES", min: 1),
+            pauseAfterSeconds: Double(reader.integer("ATTEST_PAUSE_AFTER_MS", min: 0)) / 1000,
             migrateAtStart: reader.boolean("ATTEST_MIGRATE_AT_START"),
             admitUnknownApps: reader.boolean("ATTEST_ADMIT_UNKNOWN_APPS"),
             defaultEnvironments: reader.oneOf("ATTEST_DEFAULT_ENVIRONMENTS", ["production", "development", "any"]),

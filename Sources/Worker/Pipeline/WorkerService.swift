@@ -23,19 +23,24 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         public var producerProperties: [String: String]
         public var batchSize: Int
         public var maxBufferedMessages: Int
+        /// How long the buffer may stay full before partitions are paused. Until then the poll thread only
+        /// waits for the lanes, and librdkafka's bounded prefetch holds what follows: pausing discards that
+        /// prefetch, which is fetched again on resume, so it is kept for lanes that have stopped.
+        public var pauseAfterSeconds: Double
         /// How long a revoke waits for the partition's in-flight jobs before giving it up anyway.
         public var revokeTimeoutSeconds: Double = 15
         public var shutdownTimeoutSeconds: Double
 
         public init(
             topics: [String], consumerProperties: [String: String], producerProperties: [String: String], batchSize: Int,
-            maxBufferedMessages: Int, shutdownTimeoutSeconds: Double
+            maxBufferedMessages: Int, pauseAfterSeconds: Double = 2, shutdownTimeoutSeconds: Double
         ) {
             self.topics = topics
             self.consumerProperties = consumerProperties
             self.producerProperties = producerProperties
             self.batchSize = batchSize
             self.maxBufferedMessages = maxBufferedMessages
+            self.pauseAfterSeconds = pauseAfterSeconds
             self.shutdownTimeoutSeconds = shutdownTimeoutSeconds
         }
     }
@@ -57,6 +62,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private var assigned: Set<TopicPartition> = []
     private var revoking: Set<TopicPartition> = []
     private var paused = false
+    /// The poll thread waits on `roomFreed` for room in the buffer.
+    private var roomWanted = false
+    private let roomFreed = DispatchSemaphore(value: 0)
     private var pauseNewlyAssigned = false
     private var stopping = false
     private var pollStopped = false
@@ -134,6 +142,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         stopping = true
         condition.broadcast()
         condition.unlock()
+        roomFreed.signal()
     }
 
     /// After the deadline the process exits without storing more offsets: what was stored is safe, the
@@ -158,7 +167,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             condition.unlock()
             if stop { break }
             if !toPause.isEmpty { consumer.pause(toPause) }
-            let messages = consumer.poll(max: 1000, timeoutMs: 100)
+            let room = waitForRoom()
+            let messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
             metrics.readiness.markReady("broker")
             for message in messages { metrics.consumed.labels([message.topic]).increment() }
@@ -167,17 +177,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 tracker.received(message.topicPartition, offset: message.offset)
                 buffers[lane(of: message.topicPartition)].append(message)
             }
-            var pauseNow: [TopicPartition] = []
-            if !paused && buffered + unacknowledged >= settings.maxBufferedMessages {
-                paused = true
-                pauseNow = Array(assigned)
-            }
             condition.broadcast()
             condition.unlock()
-            if !pauseNow.isEmpty {
-                consumer.pause(pauseNow)
-                logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))])
-            }
         }
         condition.lock()
         pollStopped = true
@@ -186,6 +187,43 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     }
 
     private var buffered: Int { zip(buffers, bufferStarts).reduce(0) { $0 + $1.0.count - $1.1 } }
+
+    /// How many messages the buffer can take. While it is full, waits until acknowledgements have made
+    /// room for a batch, up to `pauseAfterSeconds`: lanes that freed nothing for that long have stopped
+    /// (PostgreSQL down, say), and then the partitions are paused and 0 is returned (polling goes on for
+    /// the group's sake and serves events only).
+    private func waitForRoom() -> Int {
+        let deadline = DispatchTime.now() + settings.pauseAfterSeconds
+        var waited = false
+        while true {
+            condition.lock()
+            let full = !stopping && !paused && count >= settings.maxBufferedMessages
+            if !full {
+                let room = paused ? 0 : settings.maxBufferedMessages - count
+                condition.unlock()
+                return room
+            }
+            roomWanted = true
+            condition.unlock()
+            if !waited {
+                logger.debug("buffer full; waiting for the lanes", [("limit", .int(Int64(settings.maxBufferedMessages)))])
+                waited = true
+            }
+            guard roomFreed.wait(timeout: deadline) == .timedOut else { continue }
+            condition.lock()
+            roomWanted = false
+            paused = count >= settings.maxBufferedMessages
+            let pauseNow = paused ? Array(assigned) : []
+            condition.unlock()
+            if !pauseNow.isEmpty {
+                consumer.pause(pauseNow)
+                logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))])
+            }
+        }
+    }
+
+    /// Buffered plus unacknowledged jobs: what the buffer limit bounds. Under the lock.
+    private var count: Int { buffered + unacknowledged }
 
     /// The lane serving a partition: fixed while the process runs, so a partition's jobs stay in order.
     private func lane(of partition: TopicPartition) -> Int { Int(partition.partition.magnitude) % processors.count }
@@ -212,7 +250,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// may be what keeps the count high after the buffers have emptied, and then only an acknowledgement
     /// can bring it down.
     private func partitionsToResume() -> [TopicPartition] {
-        guard paused && buffered + unacknowledged <= settings.maxBufferedMessages / 2 else { return [] }
+        guard paused && count <= settings.maxBufferedMessages / 2 else { return [] }
         paused = false
         return Array(assigned)
     }
@@ -301,8 +339,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         unacknowledged -= 1
         let offsets = tracker.takeCommittable()
         let resume = partitionsToResume()
+        // The poll thread is woken once there is room for a batch, not for every acknowledgement.
+        let freed = roomWanted && count <= max(0, settings.maxBufferedMessages - settings.batchSize)
+        if freed { roomWanted = false }
         condition.broadcast()
         condition.unlock()
+        if freed { roomFreed.signal() }
         if !resume.isEmpty { consumer.resume(resume) }
         store(offsets)
     }
