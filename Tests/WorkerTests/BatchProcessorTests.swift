@@ -26,6 +26,9 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     var challenges: [[UInt8]: (app: String, expiresAt: Timestamp, usedBy: String?)] = [:]
     var consumeCalls = 0
     var histories: [AppDevice: DeviceHistory] = [:]
+    /// `device_risk`'s score and factors, and the jobs whose decisions wrote the row.
+    var scores: [AppDevice: HeldScore] = [:]
+    var riskWrites: [String] = []
     /// Devices counted per month, with the job that counted them.
     var counted: [MonthlyDevice: String] = [:]
     /// Threshold (80, 100) → when it was reached, per app and month.
@@ -47,6 +50,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         lock.withLock {
             var snapshot = IntelligenceSnapshot()
             snapshot.histories = histories.filter { query.devices.contains($0.key) }
+            snapshot.scores = scores.filter { query.devices.contains($0.key) }
             snapshot.counted = Set(counted.keys).intersection(query.counted)
             for month in query.months {
                 snapshot.quotas[month] = MonthlyQuota(devices: devices(in: month), limitReachedAt: quotaEvents[month]?[100])
@@ -85,10 +89,14 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     }
 
     private func apply(_ c: IntelligenceChange, jobId: String, at receivedAt: Timestamp) -> [QuotaCrossing] {
-        var history = histories[c.device] ?? DeviceHistory()
-        history.deviceId = history.deviceId ?? c.deviceId
-        history.record(c.event, at: receivedAt)
-        histories[c.device] = history
+        if c.writesRisk {
+            var history = histories[c.device] ?? DeviceHistory()
+            history.deviceId = history.deviceId ?? c.deviceId
+            history.record(c.event, at: receivedAt)
+            histories[c.device] = history
+            scores[c.device] = HeldScore(c.assessment)
+            riskWrites.append(jobId)
+        }
         let month = AppMonth(teamId: c.device.teamId, bundleId: c.device.bundleId, month: c.month)
         let monthly = MonthlyDevice(month: month, identity: c.device.identity)
         guard c.countsAsActive, counted[monthly] == nil else { return [] }

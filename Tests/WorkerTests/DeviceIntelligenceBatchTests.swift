@@ -64,6 +64,22 @@ import Worker
         #expect(batch.verdicts(try batch.processor().process([batch.message(assertion)]))[0]["ok"] == .bool(true))
     }
 
+    @Test mutating func riskRowsAreWrittenOnlyByDecisionsThatChangeThem() throws {
+        let device = try Device()
+        _ = try attest(device, "w-1")
+        let clean = (1...3).map { batch.message(BatchProcessorTests.assertionJob(device, jobId: "w-a\($0)", counter: UInt32($0))) }
+        _ = try batch.processor().process(clean)
+        _ = try batch.processor().process([batch.message(BatchProcessorTests.assertionJob(device, jobId: "w-a4", counter: 4))])
+        let replay = batch.message(BatchProcessorTests.assertionJob(device, jobId: "w-r", counter: 2))
+        let replayed = batch.verdicts(try batch.processor().process([replay]))[0]
+        #expect(replayed["reason"] == .string("counter_not_increasing"))
+        // The attestation creates the row, the replay records an event; the accepted assertions change nothing.
+        #expect(batch.store.riskWrites == ["w-1", "w-r"])
+        #expect(batch.store.scores.values.first?.score == replayed["deviceIntelligence"]?["riskScore"].flatMap {
+            if case .int(let n) = $0 { Int(n) } else { nil }
+        })
+    }
+
     @Test mutating func verdictsCarryDeviceIntelligenceWithAStableDeviceId() throws {
         let device = try Device()
         let first = try attest(device, "i-1")

@@ -19,6 +19,14 @@ final class IntelligenceLedger: Sendable {
         countedBefore = snapshot.counted
     }
 
+    /// Forgets what `device_risk` holds for these devices, so their next decisions write their rows: for
+    /// decisions that were not stored (a lost counter race) after their risk was taken as written.
+    func forgetScores(of devices: [AppDevice]) {
+        state.withLock { s in
+            for device in devices { s.scores[device] = nil }
+        }
+    }
+
     /// Applies the quota to an accepted attestation of a device not yet counted this month (turning it
     /// into quota_exceeded), then scores the device with this verdict and fills `deviceIntelligence`.
     /// - Parameter stored: the key's device as known before this job (same app), if any.

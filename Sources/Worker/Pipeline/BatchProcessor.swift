@@ -153,6 +153,7 @@ public final class BatchProcessor: Sendable {
                 for key in keys { devices.remove(key) }
                 let (_, fresh) = try store.prefetch(jobIds: [], keyIds: Array(keys))
                 for record in fresh.values { devices.put(record) }
+                ledger.forgetScores(of: conflicts.compactMap { items[$0].decision?.intelligence?.device })
                 decide(&items, conflicts, now: now, ledger)
             }
             round = conflicts
