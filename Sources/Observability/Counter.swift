@@ -1,50 +1,24 @@
 /// A Prometheus counter family: values that only go up (jobs consumed, verdicts, errors). Name it with a
 /// `_total` suffix. Created once through ``MetricsRegistry/counter(_:help:labelNames:maxSeries:)``.
-public final class Counter: MetricFamily, Sendable {
-    /// One labelled series. Cache it where it is used on a hot path: ``Counter/labels(_:)`` hashes the
-    /// label values on every call.
-    public final class Series: Sendable {
-        private let total = AtomicDouble()
+public typealias Counter = ValueFamily<CounterSeries>
 
-        init() {}
+/// One labelled series of a ``Counter``.
+public final class CounterSeries: ValueSeries {
+    public static var type: String { "counter" }
+    private let total = AtomicDouble()
 
-        /// Adds `amount`; negative or NaN amounts are ignored (a counter never goes down).
-        public func increment(by amount: Double = 1) {
-            guard amount >= 0 else { return }
-            total.add(amount)
-        }
+    public init() {}
 
-        public var value: Double { total.value }
+    /// Adds `amount`; negative or NaN amounts are ignored (a counter never goes down).
+    public func increment(by amount: Double = 1) {
+        guard amount >= 0 else { return }
+        total.add(amount)
     }
 
-    public let name: String
-    let help: String
-    let table: MetricSeriesTable<Series>
+    public var value: Double { total.value }
+}
 
-    init(name: String, help: String, labelNames: [String], maxSeries: Int) {
-        self.name = name
-        self.help = help
-        self.table = MetricSeriesTable(name: name, labelNames: labelNames, maxSeries: maxSeries) { Series() }
-    }
-
-    public var labelNames: [String] { table.labelNames }
-
-    /// The series for these label values, one per label name in order: `verdicts.labels(["attestation", "ok", ""])`.
-    public func labels(_ values: [String]) -> Series { table.lookup(values) }
-
+extension ValueFamily where Series == CounterSeries {
     /// Increments the series of a family without labels.
-    public func increment(by amount: Double = 1) { table.lookup([]).increment(by: amount) }
-
-    /// The value of a family without labels.
-    public var value: Double { table.lookup([]).value }
-
-    var sampleNames: [String] { [name] }
-
-    func render(into text: inout String) {
-        PrometheusText.header(into: &text, name: name, help: help, type: "counter")
-        for (values, series) in table.snapshot() {
-            text +=
-                "\(name)\(PrometheusText.labelSet(table.labelNames, values)) \(PrometheusText.format(series.value))\n"
-        }
-    }
+    public func increment(by amount: Double = 1) { unlabelled.increment(by: amount) }
 }
