@@ -99,6 +99,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         // Weak: the registry holds this closure, and the service holds the registry through its metrics.
         metrics.registry.onCollect { [weak self] in
             guard let self else { return }
+            let metrics = self.metrics  // not the enclosing `metrics`, which the closure would hold strongly
             condition.lock()
             let inFlight = tracker.totalInFlight
             condition.unlock()
