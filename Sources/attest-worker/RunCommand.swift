@@ -79,6 +79,8 @@ enum RunCommand: Subcommand {
         let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
         metrics.readiness.markReady("postgres")
         DatabaseProbe(conninfo: configuration.databaseURL, readiness: metrics.readiness).start()
+        ChallengePurger(conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds, logger: logger)
+            .start()
         if version >= migrations.count {
             metrics.readiness.markReady("migrations")
         } else {

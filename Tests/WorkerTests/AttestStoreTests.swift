@@ -116,6 +116,24 @@ import Testing
         #expect(counts.int(0, 0) == 2)
     }
 
+    @Test func thePurgeDeletesOnlyChallengesExpiredLongerAgoThanTheRetention() throws {
+        let db = try Database()
+        try db.connection.execute("INSERT INTO apps (team_id, bundle_id) VALUES ('TEAM', 'app')")
+        for (byte, expiredHoursAgo) in [(UInt8(1), 49), (2, 48), (3, 47), (4, 1), (5, -1)] {
+            try db.connection.execute(
+                """
+                INSERT INTO challenges (challenge, team_id, bundle_id, issued_at, expires_at)
+                VALUES ($1, 'TEAM', 'app', now() - $2::bigint * interval '1 hour' - interval '5 minutes',
+                    now() - $2::bigint * interval '1 hour')
+                """, [.bytes([UInt8](repeating: byte, count: 32)), .int(Int64(expiredHoursAgo))])
+        }
+        // 46.5 hours: the three oldest go, in chunks of two; the recent and the live one stay.
+        #expect(try db.store.purgeChallenges(retainSeconds: 167_400, chunk: 2) == 3)
+        let left = try db.connection.execute("SELECT get_byte(challenge, 0) FROM challenges ORDER BY 1")
+        #expect((0..<left.count).map { left.int($0, 0) } == [4, 5])
+        #expect(try db.store.purgeChallenges(retainSeconds: 167_400, chunk: 2) == 0)
+    }
+
     @Test func anAssertionOfAKeyWithoutADeviceRowIsAConflictNotAVerdict() throws {
         let db = try Database()
         let (outcomes, _) = try db.store.commit([Self.decision("a1", .advanced(keyId: Self.keyA, counter: 1))])

@@ -78,9 +78,35 @@ public enum ChallengeStore {
         }
         return outcomes
     }
+
+    /// Deletes up to `limit` challenges that expired more than `retainSeconds` ago by the database's clock
+    /// (the one that stamped them), oldest first; rows another purge holds are skipped. Returns how many.
+    static func purge(retainSeconds: Int64, limit: Int, on c: PGConnection) throws(PGError) -> Int {
+        try c.execute(
+            """
+            DELETE FROM challenges WHERE challenge IN (
+                SELECT challenge FROM challenges WHERE expires_at < now() - $1::bigint * interval '1 second'
+                ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+            """,
+            [.int(retainSeconds), .int(Int64(limit))]
+        ).affectedRows
+    }
 }
 
 extension AttestStore {
+    /// Deletes the challenges that expired more than `retainSeconds` ago, `chunk` rows per statement
+    /// (each its own short transaction) until none is left; returns how many.
+    public func purgeChallenges(retainSeconds: Int64, chunk: Int = 10_000) throws(PGError) -> Int {
+        var total = 0
+        while true {
+            let deleted = try connection.run { c throws(PGError) in
+                try ChallengeStore.purge(retainSeconds: retainSeconds, limit: chunk, on: c)
+            }
+            total += deleted
+            if deleted < chunk { return total }
+        }
+    }
+
     /// The batch's challenge claims, settled in one round trip (``ChallengeStore/consume(_:on:)``).
     public func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome] {
         guard !claims.isEmpty else { return [:] }
