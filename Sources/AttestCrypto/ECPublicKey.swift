@@ -9,15 +9,20 @@ import AttestCore
 public final class ECPublicKey: @unchecked Sendable {
     private let key: OpaquePointer
 
+    /// Takes ownership of an EVP_PKEY.
+    private init(owning key: OpaquePointer) {
+        self.key = key
+    }
+
     /// From a DER SubjectPublicKeyInfo; nil when OpenSSL rejects it (bad point, unsupported curve).
     /// P-256 and P-384 keys with uncompressed points (every key App Attest uses) are imported directly;
     /// anything else goes through `d2i_PUBKEY`.
-    public init?(subjectPublicKeyInfo der: [UInt8]) {
+    public convenience init?(subjectPublicKeyInfo der: [UInt8]) {
         let imported: OpaquePointer?
         if let curve = Self.namedCurves.first(where: {
             der.count == $0.prefix.count + $0.pointBytes && der.starts(with: $0.prefix) && der[$0.prefix.count] == 0x04
         }) {
-            imported = der[curve.prefix.count...].withUnsafeBufferPointer { copenssl_ec_public_key(curve.group, $0.baseAddress, $0.count) }
+            imported = Self.importPoint(der[curve.prefix.count...], group: curve.group)
         } else {
             imported = Self.decode(der)
         }
@@ -25,13 +30,22 @@ public final class ECPublicKey: @unchecked Sendable {
             ERR_clear_error()
             return nil
         }
-        key = imported
+        self.init(owning: imported)
     }
 
     /// From an X9.62 uncompressed P-256 point (65 bytes), as App Attest stores device keys.
     public convenience init?(p256Point point: [UInt8]) {
-        guard point.count == 65, point[0] == 0x04 else { return nil }
-        self.init(subjectPublicKeyInfo: Self.namedCurves[0].prefix + point)
+        guard point.count == 65, point[0] == 0x04, let imported = Self.importPoint(point[...], group: Self.namedCurves[0].group)
+        else {
+            ERR_clear_error()
+            return nil
+        }
+        self.init(owning: imported)
+    }
+
+    /// A named curve's point through `EVP_PKEY_fromdata` (the shim); nil when it is not on the curve.
+    private static func importPoint(_ point: ArraySlice<UInt8>, group: String) -> OpaquePointer? {
+        point.withUnsafeBufferPointer { copenssl_ec_public_key(group, $0.baseAddress, $0.count) }
     }
 
     /// Any SubjectPublicKeyInfo OpenSSL decodes to an EC key, with nothing after it.

@@ -8,8 +8,8 @@ import PostgresClient
 /// this transaction (the row's `xmin`), so a redelivered job (whose verdict already exists) neither
 /// counts its device again nor moves its history.
 enum IntelligenceWrites {
-    /// The verdict row `v` of the decision with job $1, when this transaction stored it.
-    private static let storedHere = "v AS (SELECT 1 FROM verdicts WHERE job_id = $1 AND xmin = pg_current_xact_id()::xid)"
+    /// A `verdicts` row this transaction inserted (rather than one stored before it).
+    private static let insertedHere = "xmin = pg_current_xact_id()::xid"
 
     /// The decision's `device_risk` upsert, its history applied as increments (the SQL twin of
     /// `DeviceHistory.record`), and a risk history row when the score changes; nil when the decision
@@ -30,7 +30,7 @@ enum IntelligenceWrites {
         let sameRow = "team_id = $2 AND bundle_id = $3 AND identity = $5"
         return (
             """
-            WITH \(storedHere),
+            WITH v AS (SELECT 1 FROM verdicts WHERE job_id = $1 AND \(insertedHere)),
             h AS (
                 INSERT INTO device_risk_history (team_id, bundle_id, identity, job_id, score, category, factors, scored_at)
                 SELECT $2, $3, $5, $1, $14::int, $15, $16::jsonb, $4::timestamptz
@@ -88,7 +88,7 @@ enum IntelligenceWrites {
                 FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
                         $8::timestamptz[]) AS x(i, job, t, b, m, id, key, at)
                     CROSS JOIN LATERAL (
-                        SELECT 1 FROM verdicts WHERE job_id = x.job AND xmin = pg_current_xact_id()::xid LIMIT 1) v
+                        SELECT 1 FROM verdicts WHERE job_id = x.job AND \(insertedHere) LIMIT 1) v
                 ORDER BY x.t, x.b, x.m, x.id, x.i
                 ON CONFLICT DO NOTHING
                 RETURNING team_id, bundle_id, month, counted_at),
