@@ -22,9 +22,9 @@ import Worker
     var offset: Int64 = 0
 
     init() {
-        store.appPolicies[Self.teamId + "." + Self.bundleId] = AppPolicy(
+        store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId)] = AppPolicy(
             teamId: Self.teamId, bundleId: Self.bundleId, challenges: .worker)
-        store.appPolicies[Self.teamId + "." + BatchProcessorTests.bundleId] = AppPolicy(
+        store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: BatchProcessorTests.bundleId)] = AppPolicy(
             teamId: Self.teamId, bundleId: BatchProcessorTests.bundleId)
     }
 
@@ -91,7 +91,7 @@ import Worker
         let job = message(Self.attestation(try Device(), jobId: "crash-1", challenge: challenge))
         _ = try processor().process([job])
         // The crash: the challenge stays consumed by this job, its verdict was never stored.
-        store.verdicts["crash-1"] = nil
+        store.verdicts[ScopedJobId(app: AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId), jobId: "crash-1")] = nil
         let again = try processor().process([job])
         #expect(outcome(again[0]).ok)
     }
