@@ -173,8 +173,12 @@ import Worker
         #expect(created.json?["challenge"] == .string(Base64.encode(Array(repeating: 7, count: 32))))
         #expect(created.json?["expiresAt"] == .string("2026-04-24T03:11:40Z"))
         #expect(created.json?["bundleId"] == .string("com.x"))
-        #expect(Self.post(endpoint, #"{"teamId":"OTHER","bundleId":"com.x"}"#).status == 404)
-        #expect(Self.post(endpoint, #"{"teamId":"OTHER","bundleId":"com.x"}"#).json?["error"] == .string("unknown_app"))
+        #expect(Self.post(endpoint, #"{"teamId":"OTHER12345","bundleId":"com.x"}"#).status == 404)
+        #expect(Self.post(endpoint, #"{"teamId":"OTHER12345","bundleId":"com.x"}"#).json?["error"] == .string("unknown_app"))
+        // Spellings no job could name are refused before any lookup.
+        for (team, bundle) in [("OTHER", "com.x"), ("\(Self.teamId).com", "x"), (Self.teamId.lowercased(), "com.x"), (Self.teamId, "com..x")] {
+            #expect(Self.post(endpoint, #"{"teamId":"\#(team)","bundleId":"\#(bundle)"}"#).status == 400, "\(team) \(bundle)")
+        }
         for bad in [#"{"teamId":"T"}"#, #"{"teamId":"T","bundleId":"B","x":1}"#, #"{"teamId":"T","bundleId":2}"#,
             #"{"teamId":"T","bundleId":"B",}"#, #"{"teamId":"T","teamId":"T"}"#, "[]", "", #"{"teamId":"","bundleId":"B"}"#]
         {
