@@ -149,4 +149,23 @@ import Worker
             try batch.processor().process([batch.message(B.assertionJob(device, jobId: "env-2", counter: 1))]))[0]
         #expect(verdict["reason"] == .string("signature_invalid"))
     }
+
+    /// Challenge claims are settled by jobId: two worker-challenge apps' equal jobIds in one batch each get
+    /// their own outcome (a round trip each), not the other's.
+    @Test func twoAppsEqualJobIdsInOneBatchEachSettleTheirOwnChallenge() throws {
+        var challenges = ChallengeTests()
+        let otherBundle = "com.example.challenges-b"
+        challenges.store.appPolicies[AppIdentity(teamId: B.teamId, bundleId: otherBundle)] = AppPolicy(
+            teamId: B.teamId, bundleId: otherBundle, challenges: .worker)
+        let issued = challenges.issue()
+        let foreign = challenges.issue()  // issued for the first app, presented for the second
+        let out = try challenges.processor().process([
+            challenges.message(ChallengeTests.attestation(try Device(), jobId: "c-42", challenge: issued)),
+            challenges.message(ChallengeTests.attestation(try Device(), jobId: "c-42", challenge: foreign, bundleId: otherBundle)),
+        ])
+        #expect(challenges.outcome(out[0]).ok)
+        #expect(challenges.outcome(out[1]).reason == "challenge_unknown")
+        #expect(challenges.store.consumeCalls == 2)
+        #expect(challenges.store.challenges[Base64.decode(foreign)!]?.usedBy == nil)
+    }
 }
