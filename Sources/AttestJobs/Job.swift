@@ -48,6 +48,9 @@ public struct Job: Sendable {
         }
     }
 
+    /// The job's app; valid whenever the job parsed (``AppIdentity`` says why that matters).
+    public var app: AppIdentity { AppIdentity(teamId: teamId, bundleId: bundleId) }
+
     public var keyId: String {
         switch payload {
         case .attestation(let r): return r.keyId
@@ -102,6 +105,8 @@ public struct Job: Sendable {
         }
         let teamId = fields.string("teamId")
         let bundleId = fields.string("bundleId")
+        fields.check(teamId, AppIdentity.teamIdProblem)
+        fields.check(bundleId, AppIdentity.bundleIdProblem)
         let keyId = fields.string("keyId")
         let receivedAtText = fields.string("receivedAt")
         let object = fields.string(kind == .attestation ? "attestationObject" : "assertion")
@@ -151,6 +156,11 @@ public struct Job: Sendable {
             default: note(.invalidField, "\(name) must be a non-empty string")
             }
             return ""
+        }
+
+        /// Notes `problem`'s objection to a value read as present (a missing one is noted already).
+        mutating func check(_ value: String, _ problem: (String) -> String?) {
+            if !value.isEmpty, let message = problem(value) { note(.invalidField, message) }
         }
 
         mutating func optionalString(_ name: String) -> String? {

@@ -62,5 +62,7 @@ public enum FailureReason: String, Sendable, CaseIterable {
     case missingField = "missing_field"
     case invalidField = "invalid_field"
     case unknownApp = "unknown_app"
+    /// The jobId was already decided for other content in the job's app.
+    case jobIdReused = "job_id_reused"
     case quotaExceeded = "quota_exceeded"
 }

@@ -38,27 +38,25 @@ enum AppCommand: Subcommand {
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
         switch positionals.first {
         case "list":
-            let apps = try store.apps().values.sorted { $0.appId < $1.appId }
+            let apps = try store.apps().values.sorted { $0.app < $1.app }
             if json {
                 print(JSONValue.array(apps.map(describe)).serialized())
             } else {
                 for app in apps {
-                    print("\(app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)\trisk-weights=\(app.risk.json.serialized())")
+                    print("\(app.app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)\trisk-weights=\(app.risk.json.serialized())")
                 }
             }
             return 0
         case "add", "set":
-            guard let team, !team.isEmpty, let bundle, !bundle.isEmpty else {
-                throw Arguments.UsageError(description: "app \(positionals[0]) needs --team and --bundle")
-            }
-            let existing = try store.apps()[team + "." + bundle]
+            let identity = try Arguments.app(team: team, bundle: bundle, for: "app \(positionals[0])")
+            let existing = try store.apps()[identity]
             if positionals[0] == "add" && existing != nil {
-                throw Arguments.UsageError(description: "app \(team).\(bundle) exists; use app set")
+                throw Arguments.UsageError(description: "app \(identity.appId) exists; use app set")
             }
             if positionals[0] == "set" && existing == nil {
-                throw Arguments.UsageError(description: "app \(team).\(bundle) is not registered; use app add")
+                throw Arguments.UsageError(description: "app \(identity.appId) is not registered; use app add")
             }
-            var app = existing ?? AppPolicy(teamId: team, bundleId: bundle)
+            var app = existing ?? AppPolicy(teamId: identity.teamId, bundleId: identity.bundleId)
             if let environments { app.environments = try parseEnvironments(environments) }
             if let challenges {
                 guard let mode = AppPolicy.ChallengeMode(rawValue: challenges) else {

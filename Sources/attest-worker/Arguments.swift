@@ -1,3 +1,5 @@
+import AttestJobs
+
 /// A small command-line reader: `--name value` options, `--flag` switches and positional arguments, with
 /// usage errors as one-line messages (exit status 2).
 struct Arguments {
@@ -32,6 +34,15 @@ struct Arguments {
     static func wholeNumber(_ text: String, _ name: String, min: Int) throws -> Int {
         guard let value = Int(text), value >= min else { throw UsageError(description: "\(name) must be a whole number ≥ \(min)") }
         return value
+    }
+
+    /// `--team` and `--bundle` as a valid app pair, or a usage error saying what `command` needs or which
+    /// value is not an App ID prefix or bundle identifier.
+    static func app(team: String?, bundle: String?, for command: String) throws -> AppIdentity {
+        guard let team, let bundle else { throw UsageError(description: "\(command) needs --team and --bundle") }
+        if let problem = AppIdentity.teamIdProblem(team) { throw UsageError(description: "--team: " + problem) }
+        if let problem = AppIdentity.bundleIdProblem(bundle) { throw UsageError(description: "--bundle: " + problem) }
+        return AppIdentity(teamId: team, bundleId: bundle)
     }
 
     /// Removes `--name` and tells whether it was there.

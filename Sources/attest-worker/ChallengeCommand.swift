@@ -21,16 +21,14 @@ enum ChallengeCommand: Subcommand {
         let bundle = try args.option("bundle")
         let url = try DatabaseOptions.url(&args)
         guard try args.positionals(max: 1) == ["new"] else { throw Arguments.UsageError(description: "challenge needs new") }
-        guard let team, !team.isEmpty, let bundle, !bundle.isEmpty else {
-            throw Arguments.UsageError(description: "challenge new needs --team and --bundle")
-        }
+        let app = try Arguments.app(team: team, bundle: bundle, for: "challenge new")
         let issued: IssuedChallenge
         do {
-            issued = try ChallengeIssuer(conninfo: url, retrySeconds: 10).issue(teamId: team, bundleId: bundle)
+            issued = try ChallengeIssuer(conninfo: url, retrySeconds: 10).issue(teamId: app.teamId, bundleId: app.bundleId)
         } catch {
             switch error {
             case .unknownApp:
-                throw Arguments.UsageError(description: "app \(team).\(bundle) is not registered; run attest-worker app add")
+                throw Arguments.UsageError(description: "app \(app.appId) is not registered; run attest-worker app add")
             case .database(let failure):
                 throw Arguments.UsageError(description: "cannot issue a challenge: \(failure.description); check ATTEST_DATABASE_URL and run attest-worker migrate")
             case .randomUnavailable(let failure):

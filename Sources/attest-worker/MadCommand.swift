@@ -27,11 +27,15 @@ enum MadCommand: Subcommand {
         var team: String?
         var bundle: String?
         if let app {
-            guard let dot = app.firstIndex(of: "."), dot != app.startIndex, app.index(after: dot) != app.endIndex else {
-                throw Arguments.UsageError(description: "--app must be TEAM.BUNDLE, for example A1B2C3D4E5.com.example.app")
+            // The team has no dot, so the first one splits the App ID; both halves must be valid.
+            guard let dot = app.firstIndex(of: "."),
+                let identity = AppIdentity(validating: String(app[..<dot]), String(app[app.index(after: dot)...]))
+            else {
+                throw Arguments.UsageError(
+                    description: "--app must be TEAM.BUNDLE with a 10-character A-Z/0-9 team and a bundle identifier, for example A1B2C3D4E5.com.example.app")
             }
-            team = String(app[..<dot])
-            bundle = String(app[app.index(after: dot)...])
+            team = identity.teamId
+            bundle = identity.bundleId
         }
         if let month, month.utf8.count != 7 || Int(month.prefix(4)) == nil || !(1...12).contains(Int(month.suffix(2)) ?? 0)
             || month.dropFirst(4).first != "-"

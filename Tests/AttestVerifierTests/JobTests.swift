@@ -83,6 +83,45 @@ import Testing
         #expect(decide(.array([]))["code"] == .string("job_invalid"))
     }
 
+    /// Every spelling but the exact pair is refused, naming the field: split or joined App IDs, case, spaces,
+    /// trailing or doubled dots, look-alikes, NUL, over-long identifiers.
+    @Test func teamIdAndBundleIdMustBeAnAppIdPrefixAndABundleIdentifier() {
+        func rejection(team: String = F.teamId, bundle: String = F.bundleId) -> (reason: JSONValue?, message: String) {
+            var members = attestationJob().filter { $0.0 != "teamId" && $0.0 != "bundleId" }
+            members += [("teamId", .string(team)), ("bundleId", .string(bundle))]
+            let v = decide(job(members))
+            if case .string(let m)? = v["message"] { return (v["reason"], m) }
+            return (v["reason"], "")
+        }
+        #expect(rejection().reason == nil)
+        let badTeams = [
+            "TEAM123456.com", "TEAM12345", "TEAM1234567", "team123456", "TEAM 23456", " TEAM123456", "TEAM123456 ",
+            "TEAM12345.", "TEAM12345\u{0130}", "ТЕAM123456", "TEAM12345６", "TEAM-23456", "TEAM_23456",
+        ]
+        for team in badTeams {
+            let r = rejection(team: team)
+            #expect(r.reason == .string("invalid_field"), "\(team)")
+            #expect(r.message.hasPrefix("teamId"), "\(team): \(r.message)")
+        }
+        let badBundles = [
+            "com.", ".com", "com..example", "com.example.app.", "com example", " com.example", "com.exаmple",
+            "com.example/app", "com.example_app", "com.exam\u{301}ple", ".", String(repeating: "a", count: 256),
+        ]
+        for bundle in badBundles {
+            let r = rejection(bundle: bundle)
+            #expect(r.reason == .string("invalid_field"), "\(bundle)")
+            #expect(r.message.hasPrefix("bundleId"), "\(bundle): \(r.message)")
+        }
+        // NUL is refused by the string reader before the identifier rules.
+        #expect(rejection(team: "TEAM12345\u{0}").reason == .string("invalid_field"))
+        #expect(rejection(bundle: "com.ex\u{0}ample").reason == .string("invalid_field"))
+        for bundle in ["app", "com.example.my-app", "A.b9.C-", String(repeating: "a", count: 255)] {
+            #expect(AppIdentity(validating: F.teamId, bundle) != nil, "\(bundle)")
+        }
+        #expect(AppIdentity(validating: "ABCDE12345.com", "example.app") == nil)
+        #expect(AppIdentity(validating: "ABCDE12345", "com.example.app")?.appId == "ABCDE12345.com.example.app")
+    }
+
     @Test func strictJSONParsing() {
         #expect(JSONValue.parse(Array(#"{"a":1,"a":2}"#.utf8)) == nil)
         #expect(JSONValue.parse(Array(#"{"a":1,}"#.utf8)) == nil)

@@ -71,7 +71,8 @@ extension LiveStack {
             #expect(Base64.decode(challenge)?.count == 32)
             let expiresAt = try #require(issued["expiresAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
             #expect(abs(expiresAt.microseconds / 1_000_000 - Int64(Date().timeIntervalSince1970) - 300) <= 5)
-            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE","bundleId":"x"}"#).status == 404)
+            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE123456","bundleId":"x"}"#).status == 404)
+            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE","bundleId":"x"}"#).status == 400)
             #expect(try worker.post("/v1/challenges", #"{"teamId":1}"#).status == 400)
             // The burst of three is spent by the first request and these two; the next waits a minute.
             let spare = try worker.post("/v1/challenges", body)

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestJobs
 import Foundation
 import PostgresClient
 import Testing
@@ -50,7 +51,8 @@ import Testing
 
     static func decision(_ jobId: String, _ change: Decision.DeviceChange, ok: Bool = true) -> Decision {
         Decision(
-            jobId: jobId, kind: "assertion", keyId: "k", teamId: "TEAM", bundleId: "app", ok: ok, code: ok ? nil : "x",
+            jobId: jobId, app: AppIdentity(teamId: "TEAM", bundleId: "app"), kind: "assertion", keyId: "k", ok: ok,
+            code: ok ? nil : "x",
             reason: ok ? nil : "y", verdictJSON: #"{"jobId":"\#(jobId)"}"#, receivedAt: now, decidedAt: now,
             source: .init(topic: "t", partition: 0, offset: 1), change: change, intelligence: nil)
     }
@@ -109,7 +111,8 @@ import Testing
             again, Self.decision("r", .none, ok: false), Self.decision("a2", .advanced(keyId: Self.keyA, counter: 2)),
         ])
         #expect(outcomes == [
-            .alreadyDecided(verdictJSON: #"{"jobId":"a1"}"#), .alreadyDecided(verdictJSON: #"{"jobId":"r"}"#), .stored,
+            .alreadyDecided(StoredVerdict(json: #"{"jobId":"a1"}"#, jobDigest: nil)),
+            .alreadyDecided(StoredVerdict(json: #"{"jobId":"r"}"#, jobDigest: nil)), .stored,
         ])
         #expect(try db.counter(Self.keyA) == 2)
         let counts = try db.connection.execute("SELECT assertion_count FROM devices WHERE key_id = $1", [.bytes(Self.keyA)])

@@ -16,12 +16,14 @@ import Worker
 /// so the batch logic is tested without infrastructure.
 final class FakeStore: DecisionStore, @unchecked Sendable {
     let lock = NSLock()
-    var appPolicies: [String: AppPolicy] = [:]
-    var verdicts: [String: StoredVerdict] = [:]
+    var appPolicies: [AppIdentity: AppPolicy] = [:]
+    var verdicts: [ScopedJobId: StoredVerdict] = [:]
     var devices: [[UInt8]: DeviceRecord] = [:]
     var commits = 0
     /// Counters another writer sets right after the next prefetch (a lost race).
     var raceCounters: [[UInt8]: UInt32] = [:]
+    /// Verdicts another worker stores right after the next prefetch (a jobId decided concurrently).
+    var raceVerdicts: [ScopedJobId: StoredVerdict] = [:]
     /// Issued challenges by their bytes, with the job that consumed each.
     var challenges: [[UInt8]: (app: String, expiresAt: Timestamp, usedBy: String?)] = [:]
     var consumeCalls = 0
@@ -34,14 +36,16 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     /// Threshold (80, 100) → when it was reached, per app and month.
     var quotaEvents: [AppMonth: [Int: Timestamp]] = [:]
 
-    func apps() throws(PGError) -> [String: AppPolicy] { lock.withLock { appPolicies } }
+    func apps() throws(PGError) -> [AppIdentity: AppPolicy] { lock.withLock { appPolicies } }
 
-    func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
+    func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
         lock.withLock {
-            let v = verdicts.filter { jobIds.contains($0.key) }
+            let v = verdicts.filter { jobs.contains($0.key) }
             let d = devices.filter { keyIds.contains($0.key) }
             for (key, counter) in raceCounters { devices[key]?.counter = counter }
             raceCounters = [:]
+            verdicts.merge(raceVerdicts) { old, _ in old }
+            raceVerdicts = [:]
             return (v, d)
         }
     }
@@ -66,7 +70,8 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
             commits += 1
             var crossings = [QuotaCrossing]()
             let outcomes = decisions.map { d -> CommitOutcome in
-                if let existing = verdicts[d.jobId] { return .alreadyDecided(verdictJSON: existing.json) }
+                let key = ScopedJobId(app: d.app, jobId: d.jobId)
+                if let existing = verdicts[key] { return .alreadyDecided(existing) }
                 switch d.change {
                 case .none:
                     break
@@ -80,7 +85,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
                     guard let device = devices[keyId], device.counter < counter else { return .counterConflict }
                     devices[keyId]!.counter = counter
                 }
-                verdicts[d.jobId] = StoredVerdict(json: d.verdictJSON, jobDigest: d.jobDigest)
+                verdicts[key] = StoredVerdict(json: d.verdictJSON, jobDigest: d.jobDigest)
                 if let c = d.intelligence { crossings += apply(c, jobId: d.jobId, at: d.receivedAt!) }
                 return .stored
             }
@@ -101,7 +106,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         let monthly = MonthlyDevice(month: month, identity: c.device.identity)
         guard c.countsAsActive, counted[monthly] == nil else { return [] }
         counted[monthly] = jobId
-        guard let limit = appPolicies[month.teamId + "." + month.bundleId]?.madLimit else { return [] }
+        guard let limit = appPolicies[AppIdentity(teamId: month.teamId, bundleId: month.bundleId)]?.madLimit else { return [] }
         let count = devices(in: month)
         return [80, 100].compactMap { threshold -> QuotaCrossing? in
             guard count * 100 >= limit * threshold, quotaEvents[month]?[threshold] == nil else { return nil }
@@ -150,7 +155,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     var offset: Int64 = 0
 
     init() {
-        store.appPolicies[Self.teamId + "." + Self.bundleId] = AppPolicy(teamId: Self.teamId, bundleId: Self.bundleId)
+        store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId)] = AppPolicy(teamId: Self.teamId, bundleId: Self.bundleId)
     }
 
     func processor(admitUnknownApps: Bool = false) -> BatchProcessor {
@@ -179,7 +184,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         ] + metadata).serialized().utf8)
     }
 
-    @Test mutating func aJobIdReusedWithOtherContentKeepsTheFirstVerdictAndIsReported() throws {
+    @Test mutating func aJobIdReusedWithOtherContentGetsARejectionOfItsOwnAndIsReported() throws {
         let metrics = WorkerMetrics()
         let processor = BatchProcessor(
             verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
@@ -188,17 +193,30 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
             metrics: metrics)
         let original = Self.attestationJob(try Device(), jobId: "reuse-1")
         let first = try processor.process([message(original)])
-        // Another device's job under the same jobId, then the original redelivered: both get the first verdict,
-        // and only the reuse is reported.
-        let later = try processor.process([message(Self.attestationJob(try Device(), jobId: "reuse-1")), message(original)])
-        #expect(later.map(\.value) == [first[0].value, first[0].value])
-        let text = metrics.registry.render()
-        #expect(text.contains("attest_job_id_reused_total 1\n"), "\(text)")
-        // Within one batch too: the second of two different jobs with one jobId is answered with the first's verdict.
-        let pair = try processor.process([
-            message(Self.attestationJob(try Device(), jobId: "reuse-2")), message(Self.attestationJob(try Device(), jobId: "reuse-2")),
+        // Another device's job under the same jobId, then the original redelivered: the reuse is rejected as
+        // its own job (its keyId, not the first's), the original gets its stored verdict byte for byte.
+        let otherDevice = try Device()
+        let later = try processor.process([message(Self.attestationJob(otherDevice, jobId: "reuse-1")), message(original)])
+        let reused = verdicts(later)[0]
+        #expect(reused["ok"] == .bool(false))
+        #expect(reused["code"] == .string("job_invalid"))
+        #expect(reused["reason"] == .string("job_id_reused"))
+        #expect(reused["keyId"] == .string(Base64.encode(otherDevice.keyId)))
+        #expect(reused["publicKey"] == nil)
+        #expect(later[0].key == Array(Base64.encode(otherDevice.keyId).utf8))
+        #expect(later[1].value == first[0].value)
+        #expect(metrics.registry.render().contains("attest_job_id_reused_total 1\n"))
+        // The first decision stands.
+        let key = ScopedJobId(app: AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId), jobId: "reuse-1")
+        #expect(store.verdicts[key]?.json.utf8.elementsEqual(first[0].value) == true)
+        // Within one batch too: the second of two different jobs with one jobId is rejected on its own, an
+        // exact copy of the first gets the first's verdict.
+        let job = Self.attestationJob(try Device(), jobId: "reuse-2")
+        let batch = try processor.process([
+            message(job), message(Self.attestationJob(try Device(), jobId: "reuse-2")), message(job),
         ])
-        #expect(pair[0].value == pair[1].value)
+        #expect(verdicts(batch).map { $0["reason"] } == [nil, .string("job_id_reused"), nil])
+        #expect(batch[2].value == batch[0].value)
         #expect(metrics.registry.render().contains("attest_job_id_reused_total 2\n"))
     }
 
@@ -277,7 +295,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         #expect(JSONValue.parse(out[2].value)!["reason"] == .string("too_large"))
         let invalid = JSONValue.parse(out[3].value)!
         #expect(invalid["code"] == .string("job_invalid"))
-        #expect(store.verdicts["bad-1"] != nil)
+        #expect(store.verdicts.keys.contains { $0.jobId == "bad-1" })
     }
 
     @Test mutating func unknownAppsAreRejectedUnlessAdmitted() throws {
@@ -300,7 +318,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
 
     @Test mutating func aKeyAttestedForAnotherAppIsUnknown() throws {
         let device = try Device()
-        store.appPolicies[Self.teamId + ".com.example.other"] = AppPolicy(teamId: Self.teamId, bundleId: "com.example.other")
+        store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: "com.example.other")] = AppPolicy(teamId: Self.teamId, bundleId: "com.example.other")
         let p = processor()
         _ = try p.process([message(Self.attestationJob(device, jobId: "o-a"))])
         let out = try p.process([message(Self.assertionJob(device, jobId: "o-1", counter: 1, bundleId: "com.example.other"))])

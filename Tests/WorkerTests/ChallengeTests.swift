@@ -22,9 +22,9 @@ import Worker
     var offset: Int64 = 0
 
     init() {
-        store.appPolicies[Self.teamId + "." + Self.bundleId] = AppPolicy(
+        store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId)] = AppPolicy(
             teamId: Self.teamId, bundleId: Self.bundleId, challenges: .worker)
-        store.appPolicies[Self.teamId + "." + BatchProcessorTests.bundleId] = AppPolicy(
+        store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: BatchProcessorTests.bundleId)] = AppPolicy(
             teamId: Self.teamId, bundleId: BatchProcessorTests.bundleId)
     }
 
@@ -91,7 +91,7 @@ import Worker
         let job = message(Self.attestation(try Device(), jobId: "crash-1", challenge: challenge))
         _ = try processor().process([job])
         // The crash: the challenge stays consumed by this job, its verdict was never stored.
-        store.verdicts["crash-1"] = nil
+        store.verdicts[ScopedJobId(app: AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId), jobId: "crash-1")] = nil
         let again = try processor().process([job])
         #expect(outcome(again[0]).ok)
     }
@@ -173,8 +173,12 @@ import Worker
         #expect(created.json?["challenge"] == .string(Base64.encode(Array(repeating: 7, count: 32))))
         #expect(created.json?["expiresAt"] == .string("2026-04-24T03:11:40Z"))
         #expect(created.json?["bundleId"] == .string("com.x"))
-        #expect(Self.post(endpoint, #"{"teamId":"OTHER","bundleId":"com.x"}"#).status == 404)
-        #expect(Self.post(endpoint, #"{"teamId":"OTHER","bundleId":"com.x"}"#).json?["error"] == .string("unknown_app"))
+        #expect(Self.post(endpoint, #"{"teamId":"OTHER12345","bundleId":"com.x"}"#).status == 404)
+        #expect(Self.post(endpoint, #"{"teamId":"OTHER12345","bundleId":"com.x"}"#).json?["error"] == .string("unknown_app"))
+        // Spellings no job could name are refused before any lookup.
+        for (team, bundle) in [("OTHER", "com.x"), ("\(Self.teamId).com", "x"), (Self.teamId.lowercased(), "com.x"), (Self.teamId, "com..x")] {
+            #expect(Self.post(endpoint, #"{"teamId":"\#(team)","bundleId":"\#(bundle)"}"#).status == 400, "\(team) \(bundle)")
+        }
         for bad in [#"{"teamId":"T"}"#, #"{"teamId":"T","bundleId":"B","x":1}"#, #"{"teamId":"T","bundleId":2}"#,
             #"{"teamId":"T","bundleId":"B",}"#, #"{"teamId":"T","teamId":"T"}"#, "[]", "", #"{"teamId":"","bundleId":"B"}"#]
         {

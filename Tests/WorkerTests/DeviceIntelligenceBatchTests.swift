@@ -12,7 +12,7 @@ import Worker
     static let month = AppMonth(teamId: BatchProcessorTests.teamId, bundleId: BatchProcessorTests.bundleId, month: "2026-04")
 
     init() {
-        batch.store.appPolicies[BatchProcessorTests.teamId + "." + BatchProcessorTests.bundleId] = AppPolicy(
+        batch.store.appPolicies[AppIdentity(teamId: BatchProcessorTests.teamId, bundleId: BatchProcessorTests.bundleId)] = AppPolicy(
             teamId: BatchProcessorTests.teamId, bundleId: BatchProcessorTests.bundleId, madLimit: 3, graceDays: 7)
     }
 

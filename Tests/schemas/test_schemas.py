@@ -225,6 +225,14 @@ def test_examples_and_cases():
     expect(a, variant(ATTESTATION, keyId=base64.b64encode(base64.b64decode(KEY) + b"x").decode()), False, "33-byte keyId")
     expect(a, variant(ATTESTATION, keyId="1d7bb2084f1110a9fca6bb74599bb24b2aed71a434018db42b8b71f886d8b52f"), False, "hex keyId")
     expect(a, variant(ATTESTATION, teamId="A1B2\u0000C3"), False, "NUL in teamId")
+    for team in ["A1B2C3D4E5.com", "a1b2c3d4e5", "A1B2C3D4E", "A1B2C3D4E5F", "A1B2C3D4E ", "A1B2C3D4\u0130"]:
+        expect(a, variant(ATTESTATION, teamId=team), False, f"teamId {team!r}")
+        expect(s, variant(ASSERTION, teamId=team), False, f"teamId {team!r}")
+    for bundle in ["com.", ".com", "com..example", "com example", "com.ex\u0430mple", "com_example", "a" * 256]:
+        expect(a, variant(ATTESTATION, bundleId=bundle), False, f"bundleId {bundle!r}")
+        expect(s, variant(ASSERTION, bundleId=bundle), False, f"bundleId {bundle!r}")
+    for bundle in ["app", "com.example.my-app", "a" * 255]:
+        expect(a, variant(ATTESTATION, bundleId=bundle), True, f"bundleId {bundle!r}")
     expect(a, variant(ATTESTATION, subjectId=""), True, "empty optional metadata")
     expect(a, variant(ATTESTATION, subjectId=5), False, "number as metadata")
     expect(a, variant(ATTESTATION, jobId="x" * 257), False, "jobId over 256")

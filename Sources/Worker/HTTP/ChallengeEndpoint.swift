@@ -5,7 +5,7 @@ import PostgresClient
 
 /// `POST /v1/challenges`: `{"teamId", "bundleId"}` → 201 `{"challenge", "expiresAt", "teamId", "bundleId"}`
 /// for a registered app. Errors are JSON `{"error", "message"}`: 400 for a body that is not exactly that
-/// object, 404 for an app that is not registered, 413 for an oversized body, 429 (with `Retry-After`) past
+/// object (or whose teamId and bundleId are not a valid App ID prefix and bundle identifier), 404 for an app that is not registered, 413 for an oversized body, 429 (with `Retry-After`) past
 /// the app's rate, 503 when the database cannot be reached.
 ///
 /// The handler runs on a libmicrohttpd connection thread and does one INSERT through ``ChallengeIssuer``,
@@ -14,8 +14,6 @@ public struct ChallengeEndpoint: Sendable {
     public static let path = "/v1/challenges"
     /// The body is two short strings; anything much larger is not a challenge request.
     static let maxBodyBytes = 4096
-    /// Team and bundle identifiers are short; bounded so error messages and bucket keys stay small.
-    static let maxIdentifierBytes = 255
 
     public typealias Issue = @Sendable (_ teamId: String, _ bundleId: String) throws(ChallengeIssuer.IssueError) -> IssuedChallenge
 
@@ -52,11 +50,12 @@ public struct ChallengeEndpoint: Sendable {
         else {
             return Self.error(400, "invalid_request", "the body must be a JSON object with exactly teamId and bundleId, both strings")
         }
-        for (name, value) in [("teamId", teamId), ("bundleId", bundleId)]
-        where value.isEmpty || value.utf8.count > Self.maxIdentifierBytes || value.contains("\0") {
-            return Self.error(400, "invalid_request", "\(name) must be 1 to \(Self.maxIdentifierBytes) bytes without NUL")
+        // The exact pair a job would have to name (AppIdentity): also what keeps bucket keys small and distinct.
+        guard let identity = AppIdentity(validating: teamId, bundleId) else {
+            let problem = AppIdentity.teamIdProblem(teamId) ?? AppIdentity.bundleIdProblem(bundleId) ?? ""
+            return Self.error(400, "invalid_request", problem)
         }
-        let app = teamId + "." + bundleId
+        let app = identity.appId
         if let retryAfter = limiter.take(app) {
             var response = Self.error(429, "rate_limited", "too many challenges for \(app); retry in \(retryAfter) s")
             response.headers.append((name: "Retry-After", value: String(retryAfter)))

@@ -32,7 +32,7 @@ public final class WorkerMetrics: Sendable {
             "attest_verdicts_republished_total", help: "Redelivered jobs answered with their stored verdict.")
         jobIdReused = registry.counter(
             "attest_job_id_reused_total",
-            help: "Messages reusing a decided jobId with other content: answered with the first verdict, and reported.")
+            help: "Messages reusing a decided jobId of their app with other content: answered job_id_reused, and reported.")
         deadLetters = registry.counter("attest_dead_letters_total", help: "Messages that were not jobs.", labelNames: ["reason"])
         batchSize = registry.histogram(
             "attest_batch_size", help: "Messages per batch.", buckets: Histogram.exponentialBuckets(start: 1, factor: 2, count: 11))

@@ -15,9 +15,10 @@ import Synchronization
 /// devices' risk histories, monthly counts and quotas, one statement consuming the worker-issued challenges
 /// the batch presents (``ChallengeStore``), decide in parallel across keys (each key's jobs in order, each
 /// seeing the state its predecessors leave), one transaction for every decision (verdicts, devices, counts,
-/// scores), then the messages to publish in consumption order. A redelivered job
-/// gets the verdict stored for its jobId, unchanged; an assertion that lost a counter race is decided again
-/// against the stored counter.
+/// scores), then the messages to publish in consumption order. A jobId is decided once per app: a
+/// redelivered job gets the verdict stored for it, unchanged, and other content under a decided jobId gets
+/// a job_id_reused rejection of its own; an assertion that lost a counter race is decided again against the
+/// stored counter.
 public final class BatchProcessor: Sendable {
     public struct Settings: Sendable {
         public var verdictsTopic: String
@@ -50,7 +51,7 @@ public final class BatchProcessor: Sendable {
     let settings: Settings
     let metrics: WorkerMetrics?
     let logger: Logger?
-    private let apps = Mutex<(policies: [String: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
+    private let apps = Mutex<(policies: [AppIdentity: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
     /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
     static let appRefreshSeconds: Int64 = 5
     static let maxJobIdBytes = 256
@@ -81,6 +82,10 @@ public final class BatchProcessor: Sendable {
         let message: KafkaMessage
         /// Set when the message is a job (a JSON object with a jobId), valid or not.
         var jobId: String?
+        /// The app the jobId belongs to: the job's pair when its teamId and bundleId are valid, else none.
+        var scope = AppIdentity.none
+        /// SHA-256 of the message (jobs only): what tells a redelivery from a reused jobId.
+        var digest: [UInt8] = []
         /// Set when the job's fields are valid.
         var job: Job?
         /// The job_invalid failure of a job with unusable fields.
@@ -91,6 +96,8 @@ public final class BatchProcessor: Sendable {
         var outbound: Outbound?
         /// How the job's worker-issued challenge was settled; nil when it made no claim.
         var challenge: ChallengeOutcome?
+
+        var scopedJobId: ScopedJobId? { jobId.map { ScopedJobId(app: scope, jobId: $0) } }
     }
 
     /// Decides and stores `messages`; throws only infrastructure errors (after the store's own retries),
@@ -102,23 +109,22 @@ public final class BatchProcessor: Sendable {
 
         let jobs = items.indices.filter { items[$0].jobId != nil }
         let unknownKeys = Set(jobs.compactMap { items[$0].keyBytes }).filter { devices.get($0) == nil }
-        let (stored, fetched) = try store.prefetch(jobIds: jobs.map { items[$0].jobId! }, keyIds: Array(unknownKeys))
+        let (stored, fetched) = try store.prefetch(jobs: jobs.map { items[$0].scopedJobId! }, keyIds: Array(unknownKeys))
         for record in fetched.values { devices.put(record) }
         try refreshApps(now: now, force: false)
 
-        // Redelivered jobs get the stored verdict unchanged; a jobId repeated within the batch is decided once.
+        // A redelivered job gets the stored verdict unchanged, a copy within the batch the first's verdict;
+        // other content under a jobId its app already used gets its own rejection.
         var toDecide = [Int]()
-        var firstIndex = [String: Int]()
+        var firstIndex = [ScopedJobId: Int]()
         for i in jobs {
-            let jobId = items[i].jobId!
-            if let previous = stored[jobId] {
-                items[i].outbound = verdict(items[i], json: previous.json)
-                metrics?.republished.increment()
-                if let digest = previous.jobDigest, digest != Digest.sha256.hash(items[i].message.value) { reportReuse(items[i]) }
-            } else if let first = firstIndex[jobId] {
-                if items[first].message.value != items[i].message.value { reportReuse(items[i]) }
+            let key = items[i].scopedJobId!
+            if let previous = stored[key] {
+                items[i].outbound = answer(items[i], decided: previous, now)
+            } else if let first = firstIndex[key] {
+                if items[first].digest != items[i].digest { items[i].outbound = reuse(items[i], now) }
             } else {
-                firstIndex[jobId] = i
+                firstIndex[key] = i
                 toDecide.append(i)
             }
         }
@@ -140,9 +146,9 @@ public final class BatchProcessor: Sendable {
                     items[i].outbound = verdict(items[i], json: items[i].decision!.verdictJSON)
                     remember(items[i])
                     record(items[i].decision!)
-                case .alreadyDecided(let json):
-                    items[i].outbound = verdict(items[i], json: json)
-                    metrics?.republished.increment()
+                case .alreadyDecided(let previous):
+                    // Another worker stored this jobId of the app meanwhile.
+                    items[i].outbound = answer(items[i], decided: previous, now)
                 case .counterConflict:
                     conflicts.append(i)
                 }
@@ -151,7 +157,7 @@ public final class BatchProcessor: Sendable {
                 // Another writer moved these counters: read the stored state and decide again.
                 let keys = Set(conflicts.compactMap { items[$0].keyBytes })
                 for key in keys { devices.remove(key) }
-                let (_, fresh) = try store.prefetch(jobIds: [], keyIds: Array(keys))
+                let (_, fresh) = try store.prefetch(jobs: [], keyIds: Array(keys))
                 for record in fresh.values { devices.put(record) }
                 ledger.forgetScores(of: conflicts.compactMap { items[$0].decision?.intelligence?.device })
                 decide(&items, conflicts, now: now, ledger)
@@ -162,7 +168,7 @@ public final class BatchProcessor: Sendable {
             throw PGError(code: .client, message: "counter races did not settle after \(Self.maxRounds) rounds", isConnectionLost: false)
         }
         for i in jobs where items[i].outbound == nil {
-            if let first = firstIndex[items[i].jobId!], let out = items[first].outbound {
+            if let first = firstIndex[items[i].scopedJobId!], let out = items[first].outbound {
                 items[i].outbound = verdict(items[i], json: String(decoding: out.value, as: UTF8.self))
             }
         }
@@ -195,12 +201,19 @@ public final class BatchProcessor: Sendable {
             return
         }
         item.jobId = jobId
+        item.digest = Digest.sha256.hash(message.value)
         switch Job.parse(json) {
         case .success(let job):
             item.job = job
+            item.scope = job.app
             if let bytes = Base64.decode(job.keyId), bytes.count == 32 { item.keyBytes = bytes }
         case .failure(let invalid):
             item.invalid = invalid.failure
+            if case .string(let team)? = json["teamId"], case .string(let bundle)? = json["bundleId"],
+                let app = AppIdentity(validating: team, bundle)
+            {
+                item.scope = app
+            }
         }
     }
 
@@ -229,9 +242,10 @@ public final class BatchProcessor: Sendable {
         apps.withLock { $0 = (policies, now) }
     }
 
-    /// The app's policy, the default one for unknown apps when they are admitted, or nil.
+    /// The policy registered for exactly the job's (teamId, bundleId), the default one for other valid pairs
+    /// when unknown apps are admitted, or nil.
     func policy(for job: Job) -> AppPolicy? {
-        if let app = apps.withLock({ $0.policies[job.teamId + "." + job.bundleId] }) { return app }
+        if let app = apps.withLock({ $0.policies[job.app] }) { return app }
         guard settings.admitUnknownApps else { return nil }
         return AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
     }
@@ -261,7 +275,7 @@ public final class BatchProcessor: Sendable {
                 var state: DeviceState? = nil
                 for i in work[g] {
                     var decision = decideOne(snapshot[i], now: now, state: &state, ledger)
-                    decision.jobDigest = Digest.sha256.hash(snapshot[i].message.value)
+                    decision.jobDigest = snapshot[i].digest
                     decided.append((i, decision))
                 }
             }
@@ -281,7 +295,7 @@ public final class BatchProcessor: Sendable {
         let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
         guard let job = item.job else {
             let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
-            return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none)
+            return decision(verdict, job: nil, jobId: item.jobId!, app: item.scope, source: source, change: .none)
         }
         let cached = state?.record ?? item.keyBytes.flatMap { devices.get($0)?.record }
         // The key's device as this app knows it: what its identity and risk history go by.
@@ -289,25 +303,25 @@ public final class BatchProcessor: Sendable {
         if let failure = verifier.checkReceivedAt(job, now: now) {
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
         }
         guard let app = policy(for: job) else {
             let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
         }
         if app.challenges == .worker, let failure = challengeFailure(item, job) {
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
         }
         switch job.payload {
         case .attestation(let request):
             var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments) }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
             guard verdict.ok, let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
-                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+                return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
             }
             let record = DeviceRecord(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
@@ -320,7 +334,7 @@ public final class BatchProcessor: Sendable {
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
                 environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
                 metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .attested(device), intelligence)
         case .assertion(let request):
             if state == nil, let keyBytes = item.keyBytes, let cached = devices.get(keyBytes) {
                 state = DeviceState(record: cached.record, key: cached.key)
@@ -329,16 +343,30 @@ public final class BatchProcessor: Sendable {
             let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
             let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
             var (verdict, verified) = timed(.assertion) { verifier.decide(request, of: job, device: device) }
+            if verified != nil, let record = known?.record, let failure = Self.environmentFailure(record, app) {
+                verdict.failure = failure
+                verdict.counter = nil
+                verdict.environment = AppAttestEnvironment(rawValue: record.environment)
+                verified = nil
+            }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: known?.record, app: app)
             guard let verified else {
-                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+                return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
             }
             state?.record.counter = verified.counter
             sign(&verdict, app: app, intelligence)
             return decision(
-                verdict, job: job, jobId: job.jobId, source: source,
+                verdict, job: job, jobId: job.jobId, app: job.app, source: source,
                 change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
         }
+    }
+
+    /// Why an authentic assertion of `record`'s key is refused under the app's current policy, or nil: a
+    /// key keeps the environment it was attested in, and the app may since have stopped admitting it (the
+    /// attestation check's code and reason, so both paths read alike).
+    static func environmentFailure(_ record: DeviceRecord, _ app: AppPolicy) -> VerificationFailure? {
+        if let environment = AppAttestEnvironment(rawValue: record.environment), app.environments.allows(environment) { return nil }
+        return VerificationFailure(.appleValidationFailed, .environmentNotAllowed, "\(record.environment) keys are not accepted")
     }
 
     /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others),
@@ -368,11 +396,11 @@ public final class BatchProcessor: Sendable {
     }
 
     private func decision(
-        _ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange,
-        _ intelligence: IntelligenceChange? = nil
+        _ verdict: Verdict, job: Job?, jobId: String, app: AppIdentity, source: Decision.Source,
+        change: Decision.DeviceChange, _ intelligence: IntelligenceChange? = nil
     ) -> Decision {
         Decision(
-            jobId: jobId, kind: job?.kind.rawValue, keyId: job?.keyId, teamId: job?.teamId, bundleId: job?.bundleId,
+            jobId: jobId, app: app, kind: job?.kind.rawValue, keyId: job?.keyId,
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
             source: source, change: change, intelligence: intelligence)
@@ -386,14 +414,26 @@ public final class BatchProcessor: Sendable {
         }
     }
 
-    /// A message whose jobId was decided for other content: it gets the first decision (a jobId is decided
-    /// once), and the producer that reused the id is worth an operator's look.
-    private func reportReuse(_ item: Item) {
+    /// The answer to a job whose jobId its app has a stored verdict for: that verdict, unchanged, when it
+    /// decided this very message (a redelivery), else a reuse.
+    private func answer(_ item: Item, decided previous: StoredVerdict, _ now: Timestamp) -> Outbound {
+        guard previous.decided(digest: item.digest) else { return reuse(item, now) }
+        metrics?.republished.increment()
+        return verdict(item, json: previous.json)
+    }
+
+    /// The answer to a job reusing a jobId its app already used for other content: a job_invalid /
+    /// job_id_reused rejection built from this job alone (never another job's verdict), published but not
+    /// stored, so the first decision stands; the producer that reused the id is worth an operator's look.
+    private func reuse(_ item: Item, _ now: Timestamp) -> Outbound {
+        let failure = VerificationFailure(.jobInvalid, .jobIdReused, "jobId was already decided for other content of this app")
+        let refusal = item.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: item.jobId, failure)
         metrics?.jobIdReused.increment()
         logger?.warning("jobId reused with other content; the first decision stands", [
             ("jobId", .string(item.jobId ?? "")), ("topic", .string(item.message.topic)),
             ("partition", .int(Int64(item.message.partition))), ("offset", .int(item.message.offset)),
         ])
+        return verdict(item, json: refusal.json.serialized())
     }
 
     /// After a decision is stored, the cache reflects it for the next batches.

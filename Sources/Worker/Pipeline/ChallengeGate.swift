@@ -10,20 +10,29 @@ extension BatchProcessor {
     /// Claims, in one round trip, the challenges of the jobs in `indices` that reach this step, and records
     /// each job's outcome. A job claims whatever its verdict will be: the first job to present a challenge
     /// consumes it.
+    ///
+    /// Claims are settled by jobId, which is unique only within an app: claims of other apps' jobs with the
+    /// same jobId go in a further round trip (the batch holds one job per jobId of an app).
     func consumeChallenges(_ items: inout [Item], _ indices: [Int], now: Timestamp) throws(PGError) {
-        var claims = [ChallengeClaim]()
+        var pending = [(item: Int, claim: ChallengeClaim)]()
         for i in indices {
             guard let job = items[i].job, verifier.checkReceivedAt(job, now: now) == nil,
                 policy(for: job)?.challenges == .worker, let bytes = job.challenge.flatMap(Base64.decode)
             else { continue }
-            claims.append(
-                ChallengeClaim(
-                    jobId: job.jobId, teamId: job.teamId, bundleId: job.bundleId, challenge: bytes, receivedAt: job.receivedAt))
+            pending.append(
+                (i, ChallengeClaim(
+                    jobId: job.jobId, teamId: job.teamId, bundleId: job.bundleId, challenge: bytes, receivedAt: job.receivedAt)))
         }
-        guard !claims.isEmpty else { return }
-        let outcomes = try store.consumeChallenges(claims)
-        for i in indices {
-            if let jobId = items[i].jobId { items[i].challenge = outcomes[jobId] }
+        while !pending.isEmpty {
+            var jobIds = Set<String>()
+            var round = [(item: Int, claim: ChallengeClaim)]()
+            var later = [(item: Int, claim: ChallengeClaim)]()
+            for entry in pending {
+                if jobIds.insert(entry.claim.jobId).inserted { round.append(entry) } else { later.append(entry) }
+            }
+            let outcomes = try store.consumeChallenges(round.map(\.claim))
+            for (i, claim) in round { items[i].challenge = outcomes[claim.jobId] }
+            pending = later
         }
     }
 

@@ -11,8 +11,10 @@ public struct AppPolicy: Sendable, Equatable {
         case backend
     }
 
-    public var teamId: String
-    public var bundleId: String
+    /// The registration's key: every job, count and verdict of the app names exactly this pair.
+    public var app: AppIdentity
+    public var teamId: String { app.teamId }
+    public var bundleId: String { app.bundleId }
     public var environments: EnvironmentPolicy
     public var challenges: ChallengeMode
     public var madLimit: Int?
@@ -26,8 +28,7 @@ public struct AppPolicy: Sendable, Equatable {
         challenges: ChallengeMode = .backend, madLimit: Int? = nil, graceDays: Int = 7, tokenLifetimeSeconds: Int = 3600,
         risk: RiskPolicy = RiskPolicy()
     ) {
-        self.teamId = teamId
-        self.bundleId = bundleId
+        app = AppIdentity(teamId: teamId, bundleId: bundleId)
         self.environments = environments
         self.challenges = challenges
         self.madLimit = madLimit
@@ -35,6 +36,4 @@ public struct AppPolicy: Sendable, Equatable {
         self.tokenLifetimeSeconds = tokenLifetimeSeconds
         self.risk = risk
     }
-
-    public var appId: String { teamId + "." + bundleId }
 }

@@ -16,12 +16,12 @@ public final class AttestStore: @unchecked Sendable {
 
     // MARK: Apps
 
-    public func apps() throws(PGError) -> [String: AppPolicy] {
+    public func apps() throws(PGError) -> [AppIdentity: AppPolicy] {
         let rows = try connection.run { c throws(PGError) in
             try c.execute(
                 "SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights FROM apps")
         }
-        var apps = [String: AppPolicy]()
+        var apps = [AppIdentity: AppPolicy]()
         for r in 0..<rows.count {
             let app = AppPolicy(
                 teamId: rows.string(r, 0) ?? "", bundleId: rows.string(r, 1) ?? "",
@@ -30,7 +30,7 @@ public final class AttestStore: @unchecked Sendable {
                 madLimit: rows.int(r, 4).map(Int.init), graceDays: Int(rows.int(r, 5) ?? 7),
                 tokenLifetimeSeconds: Int(rows.int(r, 6) ?? 3600),
                 risk: rows.string(r, 7).flatMap { JSONValue.parse(Array($0.utf8)) }.flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy())
-            apps[app.appId] = app
+            apps[app.app] = app
         }
         return apps
     }
@@ -58,13 +58,20 @@ public final class AttestStore: @unchecked Sendable {
 
     // MARK: Reads before deciding a batch
 
-    /// Verdicts already stored for these jobs, and the devices with these keys: one round trip.
-    public func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
+    /// Verdicts already stored for these jobs of their apps, and the devices with these keys: one round trip,
+    /// the verdicts probed by primary key.
+    public func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
         let results = try connection.run { c throws(PGError) in
             try c.pipeline([
                 (
-                    "SELECT job_id, verdict_json, job_sha256 FROM verdicts WHERE job_id = ANY($1::text[])",
-                    [.array(.text(jobIds))]
+                    """
+                    SELECT x.team, x.bundle, x.job, e.verdict_json, e.job_sha256
+                    FROM unnest($1::text[], $2::text[], $3::text[]) AS x(team, bundle, job)
+                        CROSS JOIN LATERAL (
+                            SELECT verdict_json, job_sha256 FROM verdicts
+                            WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job LIMIT 1) e
+                    """,
+                    [.array(.text(jobs.map(\.app.teamId))), .array(.text(jobs.map(\.app.bundleId))), .array(.text(jobs.map(\.jobId)))]
                 ),
                 (
                     """
@@ -75,10 +82,13 @@ public final class AttestStore: @unchecked Sendable {
                 ),
             ])
         }
-        var verdicts = [String: StoredVerdict]()
+        var verdicts = [ScopedJobId: StoredVerdict]()
         let v = results[0]
         for r in 0..<v.count {
-            if let id = v.string(r, 0), let json = v.string(r, 1) { verdicts[id] = StoredVerdict(json: json, jobDigest: v.bytes(r, 2)) }
+            if let team = v.string(r, 0), let bundle = v.string(r, 1), let id = v.string(r, 2), let json = v.string(r, 3) {
+                verdicts[ScopedJobId(app: AppIdentity(teamId: team, bundleId: bundle), jobId: id)] =
+                    StoredVerdict(json: json, jobDigest: v.bytes(r, 4))
+            }
         }
         var devices = [[UInt8]: DeviceRecord]()
         let d = results[1]
@@ -114,18 +124,20 @@ public final class AttestStore: @unchecked Sendable {
         statements.append(("COMMIT", []))
         let results = try connection.run { c throws(PGError) in try c.pipeline(statements) }
 
-        // Every write statement returns (jobId, 1 if stored else 0, the verdict stored before if any); the
-        // batch's jobIds are distinct.
-        var index = [String: Int](minimumCapacity: decisions.count)
-        for (i, d) in decisions.enumerated() { index[d.jobId] = i }
+        // Every write statement returns (team, bundle, jobId, 1 if stored else 0, the verdict and digest
+        // stored before if any); the batch's scoped jobIds are distinct.
+        var index = [ScopedJobId: Int](minimumCapacity: decisions.count)
+        for (i, d) in decisions.enumerated() { index[ScopedJobId(app: d.app, jobId: d.jobId)] = i }
         var outcomes = [CommitOutcome](repeating: .counterConflict, count: decisions.count)
         for rows in results[1..<(1 + attested.count + (others.isEmpty ? 0 : 1))] {
             for r in 0..<rows.count {
-                guard let i = rows.string(r, 0).flatMap({ index[$0] }) else { continue }
-                if rows.int(r, 1) == 1 {
+                guard let team = rows.string(r, 0), let bundle = rows.string(r, 1), let jobId = rows.string(r, 2),
+                    let i = index[ScopedJobId(app: AppIdentity(teamId: team, bundleId: bundle), jobId: jobId)]
+                else { continue }
+                if rows.int(r, 3) == 1 {
                     outcomes[i] = .stored
-                } else if let existing = rows.string(r, 2) {
-                    outcomes[i] = .alreadyDecided(verdictJSON: existing)
+                } else if let existing = rows.string(r, 4) {
+                    outcomes[i] = .alreadyDecided(StoredVerdict(json: existing, jobDigest: rows.bytes(r, 5)))
                 }
             }
         }
@@ -147,7 +159,7 @@ public final class AttestStore: @unchecked Sendable {
             """
             WITH v AS (\(insertVerdict)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15)
-                ON CONFLICT (job_id) DO NOTHING RETURNING 1),
+                ON CONFLICT (team_id, bundle_id, job_id) DO NOTHING RETURNING 1),
             d AS (
                 INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
                     subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
@@ -166,11 +178,14 @@ public final class AttestStore: @unchecked Sendable {
                     attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
                     last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
                 RETURNING 1)
-            SELECT $1, (SELECT count(*) FROM v)::int, (SELECT verdict_json FROM verdicts WHERE job_id = $1)
+            SELECT $4, $5, $1, (SELECT count(*) FROM v)::int, e.verdict_json, e.job_sha256
+            FROM (SELECT 1) one LEFT JOIN LATERAL (
+                SELECT verdict_json, job_sha256 FROM verdicts WHERE team_id = $4 AND bundle_id = $5 AND job_id = $1
+                    AND NOT EXISTS (SELECT 1 FROM v)) e ON true
             """,
             [
                 .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
-                d.teamId.map(PGValue.text) ?? .null, d.bundleId.map(PGValue.text) ?? .null, .bool(d.ok),
+                .text(d.app.teamId), .text(d.app.bundleId), .bool(d.ok),
                 d.code.map(PGValue.text) ?? .null, d.reason.map(PGValue.text) ?? .null, .text(d.verdictJSON),
                 d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
                 d.source.map { .text($0.topic) } ?? .null, d.source.map { .int(Int64($0.partition)) } ?? .null,
@@ -201,7 +216,7 @@ public final class AttestStore: @unchecked Sendable {
         }
         let columns: [PGArray] = [
             .int4(indices.map { Int32($0) }), .text(rows.map(\.jobId)), .text(rows.map(\.kind)), .text(rows.map(\.keyId)),
-            .text(rows.map(\.teamId)), .text(rows.map(\.bundleId)), .bool(rows.map(\.ok)), .text(rows.map(\.code)),
+            .text(rows.map(\.app.teamId)), .text(rows.map(\.app.bundleId)), .bool(rows.map(\.ok)), .text(rows.map(\.code)),
             .text(rows.map(\.reason)), .text(rows.map(\.verdictJSON)),
             .timestamptz(unixMicroseconds: rows.map { $0.receivedAt?.microseconds }),
             .timestamptz(unixMicroseconds: rows.map(\.decidedAt.microseconds)), .text(rows.map { $0.source?.topic }),
@@ -217,9 +232,11 @@ public final class AttestStore: @unchecked Sendable {
                     AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
                         dkey, ctr)),
             decided AS (
-                SELECT x.job, e.verdict_json
-                FROM x CROSS JOIN LATERAL (SELECT verdict_json FROM verdicts WHERE job_id = x.job LIMIT 1) e),
-            fresh AS (SELECT * FROM x WHERE job NOT IN (SELECT job FROM decided)),
+                SELECT x.i, x.team, x.bundle, x.job, e.verdict_json, e.job_sha256
+                FROM x CROSS JOIN LATERAL (
+                    SELECT verdict_json, job_sha256 FROM verdicts
+                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job LIMIT 1) e),
+            fresh AS (SELECT * FROM x WHERE i NOT IN (SELECT i FROM decided)),
             g AS (
                 SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
                     max(received) AS seen
@@ -234,8 +251,9 @@ public final class AttestStore: @unchecked Sendable {
                 SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha
                 FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
                 ORDER BY i
-                ON CONFLICT (job_id) DO NOTHING RETURNING job_id)
-            SELECT job_id, 1, NULL FROM v UNION ALL SELECT job, 0, verdict_json FROM decided
+                ON CONFLICT (team_id, bundle_id, job_id) DO NOTHING RETURNING team_id, bundle_id, job_id)
+            SELECT team_id, bundle_id, job_id, 1, NULL, NULL FROM v
+            UNION ALL SELECT team, bundle, job, 0, verdict_json, job_sha256 FROM decided
             """,
             columns.map(PGValue.array)
         )

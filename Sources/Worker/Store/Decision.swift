@@ -1,4 +1,5 @@
 import AttestCore
+import AttestJobs
 
 /// One decided job as it is written: the verdict row and the device change the verdict implies. Written
 /// together, in one transaction with the rest of its batch.
@@ -35,10 +36,10 @@ public struct Decision: Sendable {
     }
 
     public var jobId: String
+    /// The verdict's scope: the job's pair, or ``AppIdentity/none`` when it names no valid one.
+    public var app: AppIdentity
     public var kind: String?
     public var keyId: String?
-    public var teamId: String?
-    public var bundleId: String?
     public var ok: Bool
     public var code: String?
     public var reason: String?
@@ -63,8 +64,9 @@ public struct Decision: Sendable {
 public enum CommitOutcome: Sendable, Equatable {
     /// Stored as decided.
     case stored
-    /// The job had already been decided (by this or another worker): publish the stored verdict instead.
-    case alreadyDecided(verdictJSON: String)
+    /// The jobId had already been decided in the app (by this or another worker): the stored verdict is
+    /// this job's answer if its digest is this job's, else the jobId was reused.
+    case alreadyDecided(StoredVerdict)
     /// The counter had already reached this assertion's: decide again against the stored state.
     case counterConflict
 }

@@ -1,9 +1,10 @@
+import AttestJobs
 import PostgresClient
 
 /// What the batch processor needs from storage; `AttestStore` is the PostgreSQL one, tests use fakes.
 public protocol DecisionStore: Sendable {
-    func apps() throws(PGError) -> [String: AppPolicy]
-    func prefetch(jobIds: [String], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [String: StoredVerdict], devices: [[UInt8]: DeviceRecord])
+    func apps() throws(PGError) -> [AppIdentity: AppPolicy]
+    func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord])
     func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot
     func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing])
     /// Settles worker-issued challenges by jobId, one round trip for the batch (see ``ChallengeStore``).

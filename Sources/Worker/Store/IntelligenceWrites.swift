@@ -30,7 +30,7 @@ enum IntelligenceWrites {
         let sameRow = "team_id = $2 AND bundle_id = $3 AND identity = $5"
         return (
             """
-            WITH v AS (SELECT 1 FROM verdicts WHERE job_id = $1 AND \(insertedHere)),
+            WITH v AS (SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND \(insertedHere)),
             h AS (
                 INSERT INTO device_risk_history (team_id, bundle_id, identity, job_id, score, category, factors, scored_at)
                 SELECT $2, $3, $5, $1, $14::int, $15, $16::jsonb, $4::timestamptz
@@ -88,7 +88,8 @@ enum IntelligenceWrites {
                 FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
                         $8::timestamptz[]) AS x(i, job, t, b, m, id, key, at)
                     CROSS JOIN LATERAL (
-                        SELECT 1 FROM verdicts WHERE job_id = x.job AND \(insertedHere) LIMIT 1) v
+                        SELECT 1 FROM verdicts WHERE team_id = x.t AND bundle_id = x.b AND job_id = x.job AND \(insertedHere)
+                        LIMIT 1) v
                 ORDER BY x.t, x.b, x.m, x.id, x.i
                 ON CONFLICT DO NOTHING
                 RETURNING team_id, bundle_id, month, counted_at),

@@ -1,4 +1,4 @@
-/// A verdict already stored for a jobId, as a redelivery finds it.
+/// A verdict already stored for a jobId of an app, as a redelivery finds it.
 public struct StoredVerdict: Sendable, Equatable {
     /// Exactly what was published; published again unchanged.
     public var json: String
@@ -9,4 +9,8 @@ public struct StoredVerdict: Sendable, Equatable {
         self.json = json
         self.jobDigest = jobDigest
     }
+
+    /// Whether the message with this digest is the one decided (rows from before 0004 have no digest and
+    /// count as the same): only then is the stored verdict its answer.
+    public func decided(digest: [UInt8]) -> Bool { jobDigest.map { $0 == digest } ?? true }
 }
