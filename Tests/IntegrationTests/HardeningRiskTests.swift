@@ -189,6 +189,45 @@ extension LiveStack {
             #expect(Self.factorNames(misdirected) == ["failed_attestation"])
         }
 
+        /// Apps whose challenges the worker issues: a captured job sent again stops at its spent challenge,
+        /// which does not count, so neither its replayed counter nor its attestation moves the score.
+        @Test func capturedJobsSentAgainToAWorkerChallengeAppDoNotCount() throws {
+            typealias Challenges = ChallengeIntegrationTests
+            let bundleId = try Challenges.registerWorkerApp()
+            let line = try Line("risk-captured", extra: Self.extra)
+            let victim = try Device()
+            let attestation = try Challenges.attestation(
+                bundleId: bundleId, jobId: "c-att-\(bundleId)", challenge: try Challenges.issueByCLI(bundleId), device: victim).value
+            #expect(try line.decide(attestation)["ok"] == .bool(true))
+            let assertion = { (jobId: String, counter: UInt32, challenge: String) throws -> [UInt8] in
+                let cdh = Digest.sha256.hash(try #require(Base64.decode(challenge)))
+                let minted = try victim.mintAssertion(teamId: Jobs.teamId, bundleId: bundleId, clientDataHash: cdh, counter: counter)
+                return Self.edit(Jobs.assertion(victim, bundleId: bundleId, jobId: jobId, counter: counter), [
+                    ("assertion", .string(Base64.encode(minted.assertion))), ("clientDataHash", .string(Base64.encode(cdh))),
+                    ("challenge", .string(challenge)),
+                ])
+            }
+            let captured = try assertion("c-s1-\(bundleId)", 1, try Challenges.issueByCLI(bundleId))
+            #expect(try line.decide(captured)["ok"] == .bool(true))
+            let unknown = Base64.encode([UInt8](repeating: 7, count: 32))
+            let replays = try Self.decideAll(line, (0..<4).flatMap { n in [
+                Self.edit(captured, [("jobId", .string("c-r\(n)-\(bundleId)"))]),
+                Self.edit(attestation, [("jobId", .string("c-ra\(n)-\(bundleId)"))]),
+                Self.edit(captured, [("jobId", .string("c-u\(n)-\(bundleId)")), ("challenge", .string(unknown))]),
+                Self.edit(captured, [("jobId", .string("c-m\(n)-\(bundleId)")), ("challenge", nil)]),
+            ] })
+            for (id, verdict) in replays {
+                let expected = id.hasPrefix("c-u") ? "challenge_unknown" : id.hasPrefix("c-m") ? "missing_field" : "challenge_already_used"
+                #expect(verdict["reason"] == .string(expected), "\(id): \(verdict)")
+                #expect(Self.factorNames(verdict).isEmpty, "\(id): \(verdict)")
+            }
+            let next = try line.decide(try assertion("c-s2-\(bundleId)", 2, try Challenges.issueByCLI(bundleId)))
+            #expect(next["ok"] == .bool(true), "\(next)")
+            #expect(next["deviceIntelligence"]?["riskScore"] == .int(0) && Self.factorNames(next).isEmpty)
+            #expect(next["deviceIntelligence"]?["attestationCount"] == .int(1))
+            #expect(try Self.storedFailures(bundleId, victim) == [0, 0, 0])
+        }
+
         @Test func aDeviceIsTrustedAgainOnceItsFailureWindowHasPassed() throws {
             let bundleId = try Self.app()
             let line = try Line("risk-window", extra: Self.extra)
