@@ -119,7 +119,10 @@ import Testing
         #expect(DeviceEvent(verdict, newKey: true) == nothing)
         verdict.failure = VerificationFailure(.jobInvalid, .receivedAtOutOfRange, "late")
         #expect(DeviceEvent(verdict, newKey: true) == nothing)
+        // A chain that is not Apple's is anyone's: it says nothing of the device whose keyId it carries.
         verdict.failure = VerificationFailure(.appleValidationFailed, .certificateChainInvalid, "chain")
+        #expect(DeviceEvent(verdict, newKey: true) == nothing)
+        verdict.failure = VerificationFailure(.appleValidationFailed, .rpIdMismatch, "another app")
         #expect(DeviceEvent(verdict, newKey: true).failedAttestation)
     }
 }

@@ -17,9 +17,9 @@ import Testing
         let worker: WorkerProcess
         let reader: TopicReader
 
-        init(_ prefix: String) throws {
+        init(_ prefix: String, extra: [String: String] = [:]) throws {
             topics = try Stack.topics(prefix)
-            worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
+            worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: extra)
             reader = try TopicReader(topic: topics.verdicts)
         }
 
@@ -185,8 +185,13 @@ import Testing
              ["development_build", "counter_replay"]),
             (Jobs.assertion(risky, bundleId: bundleId, jobId: "risk-4-\(bundleId)", counter: 2, signer: clean), 70,
              ["development_build", "counter_replay", "failed_assertion"]),
-            (Jobs.attestation(regenerated, bundleId: bundleId, jobId: "risk-5-\(bundleId)",
+            // A certificate whose nonce does not certify the authenticator data is anyone's copy: no change.
+            (Jobs.attestation(regenerated, bundleId: bundleId, jobId: "risk-5n-\(bundleId)",
                 options: AttestationOptions(environment: .development, nonce: .value(Array(repeating: 0, count: 32))), metadata: fingerprint),
+             70, ["development_build", "counter_replay", "failed_assertion"]),
+            // A genuine attestation of the key for another App ID is the device's own doing.
+            (Jobs.attestation(regenerated, bundleId: bundleId, jobId: "risk-5-\(bundleId)",
+                options: AttestationOptions(environment: .development, rpIdAppId: "OTHER12345.com.example.other"), metadata: fingerprint),
              80, ["development_build", "counter_replay", "failed_attestation", "failed_assertion"]),
             (Jobs.attestation(regenerated, bundleId: bundleId, jobId: "risk-6-\(bundleId)", options: development, metadata: fingerprint),
              90, ["development_build", "counter_replay", "failed_attestation", "failed_assertion", "key_churn"]),

@@ -1,7 +1,7 @@
 import AttestVerifier
 
-/// What one verdict adds to its device's history. Rejections that say nothing about the device (job_invalid,
-/// quota_exceeded) add nothing.
+/// What one verdict adds to its device's history. Only rejections the device's key or Apple's chain vouch
+/// for add a failure (`FailureEvidence`); the others, whoever sent them with the device's keyId, add nothing.
 public struct DeviceEvent: Sendable, Equatable {
     /// An accepted attestation.
     public var attested = false
@@ -16,11 +16,14 @@ public struct DeviceEvent: Sendable, Equatable {
 
     /// Whether `DeviceHistory.record` changes anything for this event (environment and receipt metric
     /// come only with an accepted attestation).
-    public var changesHistory: Bool { attested || failedAttestation || failedAssertion || counterReplay }
+    public var changesHistory: Bool { attested || failed }
+
+    /// A failure that counts against the device.
+    public var failed: Bool { failedAttestation || failedAssertion || counterReplay }
 
     public init(_ verdict: Verdict, newKey: Bool) {
         if let failure = verdict.failure {
-            guard failure.code != .jobInvalid && failure.code != .quotaExceeded else { return }
+            guard FailureEvidence.countsAgainstDevice(failure.reason) else { return }
             switch verdict.kind {
             case .attestation?: failedAttestation = true
             case .assertion? where failure.reason == .counterNotIncreasing: counterReplay = true

@@ -7,14 +7,21 @@ import AttestVerifier
 public struct DeviceHistory: Sendable, Equatable {
     /// The length of the attestation-rate window.
     public static let windowSeconds: Int64 = 86_400
+    /// The length of the failure window: a failure stops counting at most this long after it was received,
+    /// so a device poisoned with forged failures (or that failed once for real) is trusted again a day later.
+    public static let failureWindowSeconds: Int64 = 86_400
 
     public var deviceId: String?
     public var attestations = 0
     public var lastAttestationAt: Timestamp?
     public var keys = 0
+    /// The failures of the failure window (`failureWindowStart`): counted only while it is open.
     public var failedAttestations = 0
     public var failedAssertions = 0
     public var counterReplays = 0
+    /// The failure window: it opens at a counted failure when no window is open and holds the failures of
+    /// the next `failureWindowSeconds`; the next failure after it opens a new one.
+    public var failureWindowStart: Timestamp?
     /// The attestation-rate window: it opens at an accepted attestation when no window is open and holds
     /// the attestations of the next 24 hours.
     public var windowStart: Timestamp?
@@ -25,9 +32,15 @@ public struct DeviceHistory: Sendable, Equatable {
     public init() {}
 
     public mutating func record(_ event: DeviceEvent, at receivedAt: Timestamp) {
-        if event.failedAttestation { failedAttestations += 1 }
-        if event.failedAssertion { failedAssertions += 1 }
-        if event.counterReplay { counterReplays += 1 }
+        if event.failed {
+            if !failureWindowIsOpen(at: receivedAt) {
+                failureWindowStart = receivedAt
+                (failedAttestations, failedAssertions, counterReplays) = (0, 0, 0)
+            }
+            if event.failedAttestation { failedAttestations += 1 }
+            if event.failedAssertion { failedAssertions += 1 }
+            if event.counterReplay { counterReplays += 1 }
+        }
         guard event.attested else { return }
         attestations += 1
         if event.newKey { keys += 1 }
@@ -46,9 +59,11 @@ public struct DeviceHistory: Sendable, Equatable {
     public func signals(at receivedAt: Timestamp, extensions: AppleExtensions?) -> RiskSignals {
         var signals = RiskSignals()
         signals.developmentBuild = environment == .development
-        signals.counterReplays = counterReplays
-        signals.failedAttestations = failedAttestations
-        signals.failedAssertions = failedAssertions
+        if failureWindowIsOpen(at: receivedAt) {
+            signals.counterReplays = counterReplays
+            signals.failedAttestations = failedAttestations
+            signals.failedAssertions = failedAssertions
+        }
         signals.keys = keys
         if let start = windowStart, receivedAt < start.adding(seconds: Self.windowSeconds) {
             signals.attestationsLast24Hours = windowAttestations
@@ -57,5 +72,12 @@ public struct DeviceHistory: Sendable, Equatable {
         signals.validationCategory = extensions?.validationCategoryNumber
         if case .text(let version)? = extensions?.bundleVersion { signals.bundleVersion = version }
         return signals
+    }
+
+    /// Whether the failures held still count at `receivedAt`: until the window's end, exclusive (a job
+    /// received before the window opened, admitted late, is judged with them).
+    func failureWindowIsOpen(at receivedAt: Timestamp) -> Bool {
+        guard let start = failureWindowStart else { return false }
+        return receivedAt < start.adding(seconds: Self.failureWindowSeconds)
     }
 }

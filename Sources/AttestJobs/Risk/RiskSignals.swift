@@ -3,11 +3,12 @@
 public struct RiskSignals: Sendable, Equatable {
     /// The key was attested in Apple's development environment (a development-signed build).
     public var developmentBuild = false
-    /// Assertions rejected because their counter did not increase.
+    /// Assertions rejected because their counter did not increase, in the failure window.
     public var counterReplays = 0
-    /// Attestations rejected for the device itself (not job_invalid or quota_exceeded).
+    /// Attestations rejected for what Apple certified of this key (`FailureEvidence`), in the failure window.
     public var failedAttestations = 0
-    /// Assertions rejected for reasons other than counter replays (not job_invalid).
+    /// Assertions rejected for a bad signature under the stored key or a signed rpIdHash of another App ID,
+    /// in the failure window.
     public var failedAssertions = 0
     /// Distinct keys attested under the device's identity (a regenerated key adds one).
     public var keys = 0

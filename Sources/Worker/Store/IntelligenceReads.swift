@@ -20,7 +20,8 @@ extension AttestStore {
                     SELECT r.team_id, r.bundle_id, r.identity, r.device_id, r.attestations,
                         (extract(epoch FROM r.last_attestation_at) * 1000000)::bigint, r.keys, r.failed_attestations,
                         r.failed_assertions, r.counter_replays, (extract(epoch FROM r.window_start) * 1000000)::bigint,
-                        r.window_attestations, r.receipt_risk_metric, r.environment, r.score, r.factors::text
+                        r.window_attestations, r.receipt_risk_metric, r.environment, r.score, r.factors::text,
+                        (extract(epoch FROM r.failure_window_start) * 1000000)::bigint
                     FROM unnest($1::text[], $2::text[], $3::text[]) AS q(t, b, i)
                         CROSS JOIN LATERAL (
                             SELECT * FROM device_risk WHERE team_id = q.t AND bundle_id = q.b AND identity = q.i LIMIT 1) r
@@ -69,6 +70,7 @@ extension AttestStore {
             history.failedAttestations = Int(h.int(r, 7) ?? 0)
             history.failedAssertions = Int(h.int(r, 8) ?? 0)
             history.counterReplays = Int(h.int(r, 9) ?? 0)
+            history.failureWindowStart = h.int(r, 16).map(Timestamp.init(microseconds:))
             history.windowStart = h.int(r, 10).map(Timestamp.init(microseconds:))
             history.windowAttestations = Int(h.int(r, 11) ?? 0)
             history.receiptRiskMetric = h.int(r, 12).map(Int.init)

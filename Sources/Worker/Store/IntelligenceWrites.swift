@@ -12,7 +12,8 @@ enum IntelligenceWrites {
     private static let insertedHere = "xmin = pg_current_xact_id()::xid"
 
     /// The decision's `device_risk` upsert, its history applied as increments (the SQL twin of
-    /// `DeviceHistory.record`), and a risk history row when the score changes; nil when the decision
+    /// `DeviceHistory.record`: failures add up within the failure window, and the first failure after it
+    /// opens a new one), and a risk history row when the score changes; nil when the decision
     /// writes no risk (no intelligence, or nothing to change: see `IntelligenceChange.writesRisk`).
     /// One statement per such decision, in batch order, since a device's later decisions build on the
     /// row its earlier ones leave.
@@ -28,6 +29,13 @@ enum IntelligenceWrites {
             .int(Int64(c.assessment.score)), .text(c.riskCategory.rawValue), .json(c.assessment.factorsJSON.serialized()),
         ]
         let sameRow = "team_id = $2 AND bundle_id = $3 AND identity = $5"
+        // The event counts a failure, and the failure window the row holds is still open at its receivedAt
+        // (the twin of `DeviceHistory.failureWindowIsOpen`): a closed window's failures are replaced.
+        let failed = "($9::int + $10::int + $11::int) > 0"
+        let inWindow = "EXCLUDED.failure_window_start < r.failure_window_start + interval '\(DeviceHistory.failureWindowSeconds) seconds'"
+        let failures = { (column: String) in
+            "\(column) = CASE WHEN NOT \(failed) THEN r.\(column) WHEN \(inWindow) THEN r.\(column) + EXCLUDED.\(column) ELSE EXCLUDED.\(column) END"
+        }
         return (
             """
             WITH v AS (SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND \(insertedHere)),
@@ -39,18 +47,19 @@ enum IntelligenceWrites {
             r AS (
                 INSERT INTO device_risk AS r (team_id, bundle_id, identity, device_id, attestations, last_attestation_at,
                     keys, failed_attestations, failed_assertions, counter_replays, window_start, window_attestations,
-                    receipt_risk_metric, environment, score, category, factors, updated_at)
+                    receipt_risk_metric, environment, score, category, factors, updated_at, failure_window_start)
                 SELECT $2, $3, $5, $6, $7::int, CASE WHEN $7::int = 1 THEN $4::timestamptz END,
                     $8::int, $9::int, $10::int, $11::int, CASE WHEN $7::int = 1 THEN $4::timestamptz END,
-                    $7::int, $13::int, $12, $14::int, $15, $16::jsonb, $4::timestamptz
+                    $7::int, $13::int, $12, $14::int, $15, $16::jsonb, $4::timestamptz,
+                    CASE WHEN \(failed) THEN $4::timestamptz END
                 WHERE EXISTS (SELECT 1 FROM v)
                 ON CONFLICT (team_id, bundle_id, identity) DO UPDATE SET
                     attestations = r.attestations + EXCLUDED.attestations,
                     last_attestation_at = greatest(r.last_attestation_at, EXCLUDED.last_attestation_at),
                     keys = r.keys + EXCLUDED.keys,
-                    failed_attestations = r.failed_attestations + EXCLUDED.failed_attestations,
-                    failed_assertions = r.failed_assertions + EXCLUDED.failed_assertions,
-                    counter_replays = r.counter_replays + EXCLUDED.counter_replays,
+                    \(failures("failed_attestations")), \(failures("failed_assertions")), \(failures("counter_replays")),
+                    failure_window_start = CASE WHEN NOT \(failed) OR \(inWindow) THEN r.failure_window_start
+                        ELSE EXCLUDED.failure_window_start END,
                     window_start = CASE WHEN EXCLUDED.attestations = 0 THEN r.window_start
                         WHEN EXCLUDED.window_start < r.window_start + interval '24 hours' THEN r.window_start
                         ELSE EXCLUDED.window_start END,

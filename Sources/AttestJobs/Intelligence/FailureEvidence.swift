@@ -1,0 +1,53 @@
+import AttestVerifier
+
+/// Which rejections count against the device whose keyId the job carries (docs/device-intelligence.md,
+/// "What counts against a device"). A keyId is public and a device's old objects can be sent again, so a
+/// rejection counts only when the failing object is vouched for by the device's own key (an assertion's
+/// signature verified under the stored key) or by Apple (an attestation's authenticator data, bound to the
+/// certified key by the chain, the nonce and the keyId): anything else anyone can send with a victim's keyId.
+/// One exception, on purpose: a bad signature under the stored key counts although anyone can forge one;
+/// its weight, the per-factor cap and the failure window bound what that buys (the residual risk, documented).
+public enum FailureEvidence {
+    /// One line per reason, in the order the checks run; exhaustive, so a new reason cannot go unclassified.
+    public static func countsAgainstDevice(_ reason: FailureReason) -> Bool {
+        switch reason {
+        // The job's own fields and the app: whoever sends the job writes them.
+        case .tooLarge: false  // a size any sender chooses
+        case .missingField: false  // a job (or challenge) field left out by the sender
+        case .invalidField: false  // a field the sender spelled wrong
+        case .receivedAtOutOfRange: false  // the sender's timestamp
+        case .unknownApp: false  // an app that is not registered: says nothing of any of its devices
+        case .quotaExceeded: false  // the app's monthly limit, not the device
+        // Challenges: the binding is checked before any signature or chain, so anyone can fail it.
+        case .challengeUnknown: false  // a challenge the worker never issued
+        case .challengeExpired: false  // an old challenge, typically from a captured job sent again
+        case .challengeAlreadyUsed: false  // a captured job sent again: the replay stops here
+        case .challengeMismatch: false  // clientData not binding the challenge: bytes anyone can write
+        // Decoding: nothing is authenticated yet.
+        case .malformedBase64: false  // not base64
+        case .malformedCBOR: false  // not CBOR, or authenticator data of the wrong shape or length
+        case .trailingData: false  // bytes appended to an object
+        case .unsupportedFormat: false  // an attestation of another format
+        case .missingCertificates: false  // no x5c
+        // Attestation, Apple's step 1: until the chain verifies, the certificates are anyone's copies.
+        case .certificateChainInvalid: false  // a chain that is not Apple's
+        case .certificateExpired: false  // a genuine but expired chain: an old attestation sent again
+        // Steps 2–5: until the nonce and the keyId hold, the authenticator data is not this key's.
+        case .nonceMismatch: false  // a genuine chain with authenticator data it does not certify (swapped bytes)
+        case .keyIdMismatch: false  // another key's genuine attestation, or a keyId of the wrong length
+        // After the keyId check Apple has certified this authenticator data for this very key.
+        case .publicKeyMismatch: true  // the certified key is not the credential's
+        case .rpIdMismatch: true  // a genuine attestation, or a signed assertion, for another App ID
+        case .counterNotZero: true  // a certified attestation whose counter is not zero
+        case .aaguidInvalid: true  // a certified attestation with an aaguid that is not App Attest's
+        case .environmentNotAllowed: true  // a certified key from an environment the app does not accept
+        case .credentialIdMismatch: true  // certified authenticator data naming another credential
+        // The receipt is not covered by the nonce: anyone can swap it in a copy of a genuine attestation.
+        case .receiptInvalid: false
+        // Assertions.
+        case .unknownKey: false  // no key attested for the keyId: there is no device to hold it against
+        case .signatureInvalid: true  // a bad signature under the stored key (forgeable: bounded, see above)
+        case .counterNotIncreasing: true  // the stored key signed it, with a counter not above the stored one
+        }
+    }
+}
