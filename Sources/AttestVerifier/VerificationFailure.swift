@@ -63,4 +63,6 @@ public enum FailureReason: String, Sendable, CaseIterable {
     case invalidField = "invalid_field"
     case unknownApp = "unknown_app"
     case quotaExceeded = "quota_exceeded"
+    /// PostgreSQL refuses a value of the job (deterministically, unlike an outage): answered, not stored.
+    case unstorable = "unstorable"
 }
