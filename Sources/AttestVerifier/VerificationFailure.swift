@@ -65,4 +65,6 @@ public enum FailureReason: String, Sendable, CaseIterable {
     /// The jobId was already decided for other content in the job's app.
     case jobIdReused = "job_id_reused"
     case quotaExceeded = "quota_exceeded"
+    /// PostgreSQL refuses a value of the job (deterministically, unlike an outage): answered, not stored.
+    case unstorable = "unstorable"
 }

@@ -1,13 +1,16 @@
 import Dispatch
 import Synchronization
 
-/// A connection that survives PostgreSQL restarts: `run` retries its body on a fresh connection after
-/// connection loss, waiting between attempts with capped exponential backoff.
+/// A connection that survives database faults: `run` retries its body on a fresh connection after every
+/// transient failure (``PGError/Fault``: connection loss, a read-only standby, a deadlock, a timeout…),
+/// waiting between attempts with capped exponential backoff.
 ///
-/// Only connection loss is retried (including failing to reconnect while the server restarts or still
-/// refuses logins); any other error is rethrown at once. A retry runs the whole body again, and a body
-/// whose connection broke during `COMMIT` may have committed: bodies must be idempotent (upserts keyed by
-/// the job id), which is what makes blind retrying safe.
+/// The connection is replaced after every transient failure, not only after a loss, because the cure is
+/// often a new session: a promoted standby, a lifted read-only flag or a changed role setting applies to
+/// sessions opened afterwards. Permanent failures (the statement's own values are refused) are rethrown
+/// at once. A retry runs the whole body again, and a body whose connection broke during `COMMIT` may have
+/// committed: bodies must be idempotent (upserts keyed by the job id), which is what makes blind retrying
+/// safe.
 ///
 /// `@unchecked Sendable`: `run` has one caller at a time, like ``PGConnection`` (it swaps the connection
 /// without a lock); `cancel()` may come from any thread (an atomic flag and a semaphore).
@@ -15,13 +18,15 @@ public final class PGReconnectingConnection: @unchecked Sendable {
     private let conninfo: String
     private let applicationName: String
     private let connectTimeoutSeconds: Int
-    private let initialBackoff: Duration
-    private let maxBackoff: Duration
+    private let backoff: Backoff
     private let retryTimeout: Duration?
     private let onRetry: (@Sendable (_ error: PGError, _ attempt: Int, _ wait: Duration) -> Void)?
+    private let onRecovered: (@Sendable (_ retries: Int) -> Void)?
 
-    /// The current connection; nil until the first `run` and after a loss.
+    /// The current connection; nil until the first `run` and after a transient failure.
     private var connection: PGConnection?
+    /// Retries since the last success, across runs (one that ends in a permanent error leaves them owed).
+    private var retriesSinceSuccess = 0
     private let cancelled = Atomic<Bool>(false)
     /// Backoff waits sleep on this so `cancel()` can cut them short.
     private let wakeUp = DispatchSemaphore(value: 0)
@@ -33,11 +38,13 @@ public final class PGReconnectingConnection: @unchecked Sendable {
     ///     timeout well below `retryTimeout`, since one connection attempt is not cut short by it.
     ///   - initialBackoff: the first wait after a loss; each further failed attempt doubles it…
     ///   - maxBackoff: …up to this cap, so recovery is noticed within `maxBackoff` of the server's return.
-    ///   - retryTimeout: how long one `run` keeps retrying before rethrowing the connection error; nil
+    ///   - retryTimeout: how long one `run` keeps retrying before rethrowing the transient error; nil
     ///     retries until it succeeds or `cancel()` is called.
-    ///   - onRetry: called on `run`'s thread before each wait with the connection error, the attempt that
+    ///   - onRetry: called on `run`'s thread before each wait with the transient error, the attempt that
     ///     failed (1-based) and the wait: where the caller logs and counts outages, which are otherwise
     ///     invisible while retries succeed.
+    ///   - onRecovered: called on `run`'s thread when a body succeeds after retries (of this run or of
+    ///     earlier ones), with their number: where the caller ends the outage it reported.
     public init(
         conninfo: String,
         applicationName: String = "attest-worker",
@@ -45,48 +52,58 @@ public final class PGReconnectingConnection: @unchecked Sendable {
         initialBackoff: Duration = .milliseconds(50),
         maxBackoff: Duration = .seconds(2),
         retryTimeout: Duration? = nil,
-        onRetry: (@Sendable (_ error: PGError, _ attempt: Int, _ wait: Duration) -> Void)? = nil
+        onRetry: (@Sendable (_ error: PGError, _ attempt: Int, _ wait: Duration) -> Void)? = nil,
+        onRecovered: (@Sendable (_ retries: Int) -> Void)? = nil
     ) {
-        precondition(initialBackoff > .zero && maxBackoff >= initialBackoff, "backoff must be positive, cap >= start")
         self.conninfo = conninfo
         self.applicationName = applicationName
         self.connectTimeoutSeconds = connectTimeoutSeconds
-        self.initialBackoff = initialBackoff
-        self.maxBackoff = maxBackoff
+        backoff = Backoff(initial: initialBackoff, cap: maxBackoff)
         self.retryTimeout = retryTimeout
         self.onRetry = onRetry
+        self.onRecovered = onRecovered
     }
 
-    /// Runs `body` on a healthy connection, reconnecting and retrying after connection loss.
+    /// Runs `body` on a healthy connection, reconnecting and retrying after transient failures.
     ///
     /// A connection the previous body left inside a transaction, or broken, is replaced first.
-    /// - Throws: the body's non-connection errors at once; the last connection error once `retryTimeout`
-    ///   would be exceeded by the next wait; `.cancelled` after `cancel()`.
+    /// - Throws: permanent errors at once; the last transient error once `retryTimeout` would be exceeded
+    ///   by the next wait; `.cancelled` after `cancel()` instead of a retry or a new connection.
     @discardableResult
     public func run<T>(_ body: (PGConnection) throws(PGError) -> T) throws(PGError) -> T {
         let deadline = retryTimeout.map { ContinuousClock.now + $0 }
-        var backoff = initialBackoff
+        var backoff = self.backoff
         var attempt = 0
         while true {
             attempt += 1
-            guard !cancelled.load(ordering: .acquiring) else {
-                throw PGError(code: .cancelled, message: "reconnecting connection was cancelled")
-            }
+            // After cancel() a healthy connection still serves, so shutdown finishes what the database takes.
+            guard !cancelled.load(ordering: .acquiring) || connection?.isIdle == true else { throw Self.cancelledError }
             do throws(PGError) {
-                return try body(try currentConnection())
-            } catch where error.isConnectionLost {
+                let value = try body(try currentConnection())
+                if retriesSinceSuccess > 0 {
+                    onRecovered?(retriesSinceSuccess)
+                    retriesSinceSuccess = 0
+                }
+                return value
+            } catch where error.fault == .transient {
                 connection = nil
-                if let deadline, ContinuousClock.now + backoff > deadline { throw error }
-                onRetry?(error, attempt, backoff)
-                _ = wakeUp.wait(timeout: .now() + .nanoseconds(Self.nanoseconds(backoff)))
-                backoff = min(backoff * 2, maxBackoff)
+                let wait = backoff.next()
+                if let deadline, ContinuousClock.now + wait > deadline { throw error }
+                guard !cancelled.load(ordering: .acquiring) else { throw Self.cancelledError }
+                retriesSinceSuccess += 1
+                onRetry?(error, attempt, wait)
+                _ = wakeUp.wait(timeout: .now() + .nanoseconds(Self.nanoseconds(wait)))
             }
         }
     }
 
-    /// Stops retrying for good: a `run` waiting out a backoff throws `.cancelled` at once and later runs
-    /// throw it before connecting. A statement already executing is not interrupted. For shutdown, so a
-    /// writer waiting for a database that does not come back cannot hold the process.
+    private static let cancelledError = PGError(code: .cancelled, message: "reconnecting connection was cancelled")
+
+    /// Stops retrying for good: a `run` waiting out a backoff throws `.cancelled` at once, a later failure
+    /// throws it instead of retrying, and a later run without a healthy connection throws it before
+    /// connecting. Work the database accepts still succeeds, and a statement already executing is not
+    /// interrupted. For shutdown, so a writer waiting for a database that does not come back cannot hold
+    /// the process, while one whose database is up finishes its batch.
     public func cancel() {
         cancelled.store(true, ordering: .releasing)
         wakeUp.signal()

@@ -60,17 +60,31 @@ enum RunCommand: Subcommand {
             logger.warning("unknown apps are admitted with the default policy", [("environments", .string(configuration.defaultEnvironments))])
         }
 
-        // Outages are retried for as long as they last (nothing is acknowledged meanwhile), and logged.
-        let onRetry: @Sendable (PGError, Int, Duration) -> Void = { error, attempt, wait in
-            metrics.readiness.markNotReady("postgres", reason: "unreachable")
-            if attempt == 1 || attempt % 10 == 0 {
-                logger.warning("database unavailable; retrying", [
-                    ("error", .string(error.description)), ("attempt", .int(Int64(attempt))),
-                    ("waitMs", .int(Int64(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))),
-                ])
-            }
+        // Transient database failures are retried for as long as they last (nothing is acknowledged
+        // meanwhile): readiness says why, the log says so once per outage and every 30 s while it lasts.
+        let database = metrics.database
+        let reconnecting = { @Sendable (writer: String) -> PGReconnectingConnection in
+            PGReconnectingConnection(
+                conninfo: configuration.databaseURL,
+                onRetry: { error, attempt, _ in
+                    let fields: [(String, JSONValue)] = [
+                        ("reason", .string(error.summary)), ("error", .string(error.description)), ("writer", .string(writer)),
+                    ]
+                    switch database.failed(error, writer: writer) {
+                    case .started?: logger.warning("database failing; retrying", fields + [("attempt", .int(Int64(attempt)))])
+                    case .ongoing(let retries, let seconds)?:
+                        logger.warning("database still failing; retrying", fields + [
+                            ("retries", .int(Int64(retries))), ("seconds", .int(seconds)),
+                        ])
+                    case nil: break
+                    }
+                },
+                onRecovered: { _ in
+                    guard let outage = database.recovered(writer: writer) else { return }
+                    logger.info("database recovered", [("retries", .int(Int64(outage.retries))), ("seconds", .int(outage.seconds))])
+                })
         }
-        let connection = PGReconnectingConnection(conninfo: configuration.databaseURL, onRetry: onRetry)
+        let connection = reconnecting("lane-0")
         let migrations = try Migrator.bundled
         if configuration.migrateAtStart {
             let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
@@ -78,7 +92,7 @@ enum RunCommand: Subcommand {
         }
         let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
         metrics.readiness.markReady("postgres")
-        DatabaseProbe(conninfo: configuration.databaseURL, readiness: metrics.readiness).start()
+        DatabaseProbe(conninfo: configuration.databaseURL, health: database).start()
         ChallengePurger(conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds, logger: logger)
             .start()
         if version >= migrations.count {
@@ -109,8 +123,8 @@ enum RunCommand: Subcommand {
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
                 threads: configuration.workers, tokenSigner: configuration.tokenSigner),
             metrics: metrics, logger: logger)]
-        for _ in 1..<configuration.batchLanes {
-            let laneConnection = PGReconnectingConnection(conninfo: configuration.databaseURL, onRetry: onRetry)
+        for lane in 1..<configuration.batchLanes {
+            let laneConnection = reconnecting("lane-\(lane)")
             processors.append(processors[0].sharing(store: AttestStore(connection: laneConnection)))
         }
         let base = ["bootstrap.servers": configuration.kafkaBrokers]

@@ -53,17 +53,17 @@ struct ConnectionLossTests {
         #expect(second != nil && second != first)
     }
 
-    @Test("PGReconnectingConnection rethrows other errors at once")
-    func otherErrorsAreNotRetried() throws {
+    @Test("PGReconnectingConnection rethrows permanent errors at once")
+    func permanentErrorsAreNotRetried() throws {
         let reconnecting = PGReconnectingConnection(conninfo: try TestDatabase.conninfo())
         var attempts = 0
         let error = #expect(throws: PGError.self) {
             try reconnecting.run { connection throws(PGError) in
                 attempts += 1
-                try connection.execute("SELEC 1")
+                try connection.execute("SELECT $1::int", [.text("98765432109876")])
             }
         }
-        #expect(error?.sqlState == "42601")
+        #expect(error?.sqlState == "22003")
         #expect(attempts == 1)
         // The connection survives a statement error and is reused.
         #expect(try reconnecting.run { connection throws(PGError) in try connection.execute("SELECT 1").int(0, 0) } == 1)

@@ -4,16 +4,18 @@ import PostgresClient
 
 /// Keeps the `postgres` readiness condition current while the worker is idle: a batch only finds out that
 /// PostgreSQL is gone when it next writes, and an idle worker writes nothing, so /readyz would go on
-/// answering 200. Every `interval` it runs `SELECT 1` on a connection of its own (never the batches'), with
-/// a short connect timeout so a vanished host does not hold the probe for the kernel's TCP timeout.
+/// answering 200. Every `interval` it asks, on a connection of its own (never the batches'), whether its
+/// transactions would be read-only (a standby, or `default_transaction_read_only` set), with a short
+/// connect timeout so a vanished host does not hold the probe for the kernel's TCP timeout. A writer's
+/// failure outranks what the probe finds (``DatabaseHealth``).
 public final class DatabaseProbe: Sendable {
     private let conninfo: String
-    private let readiness: ReadinessConditions
+    private let health: DatabaseHealth
     private let interval: TimeInterval
 
-    public init(conninfo: String, readiness: ReadinessConditions, interval: TimeInterval = 2) {
+    public init(conninfo: String, health: DatabaseHealth, interval: TimeInterval = 2) {
         self.conninfo = conninfo
-        self.readiness = readiness
+        self.health = health
         self.interval = interval
     }
 
@@ -26,11 +28,11 @@ public final class DatabaseProbe: Sendable {
                     if connection?.isHealthy != true {
                         connection = try PGConnection(conninfo: conninfo, applicationName: "attest-worker-probe", connectTimeoutSeconds: 2)
                     }
-                    try connection!.execute("SELECT 1")
-                    readiness.markReady("postgres")
+                    let rows = try connection!.execute("SELECT current_setting('transaction_read_only')")
+                    health.probed(rows.string(0, 0) == "on" ? "read-only" : nil)
                 } catch {
                     connection = nil
-                    readiness.markNotReady("postgres", reason: error.isConnectionLost ? "unreachable" : "probe failed (\(error.sqlState ?? "error"))")
+                    health.probed(error.isConnectionLost ? "unreachable" : "probe failed (\(error.summary))")
                 }
                 Thread.sleep(forTimeInterval: interval)
             }

@@ -6,6 +6,8 @@ import Synchronization
 public final class WorkerMetrics: Sendable {
     public let registry = MetricsRegistry()
     public let readiness = ReadinessConditions(["postgres", "migrations", "broker"])
+    /// The `postgres` condition as the writers and the probe see it, and the database retries.
+    public let database: DatabaseHealth
 
     let consumed: Counter
     let verdicts: Counter
@@ -45,6 +47,12 @@ public final class WorkerMetrics: Sendable {
             "attest_verification_seconds", help: "Time to verify one job (the core's checks), by kind.", labelNames: ["kind"],
             buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
         errors = registry.counter("attest_errors_total", help: "Database and producer errors.", labelNames: ["component"])
+        database = DatabaseHealth(
+            readiness: readiness,
+            retries: registry.counter(
+                "attest_db_retries_total",
+                help: "Transient database failures retried, by SQLSTATE class (connection: lost or refused without one).",
+                labelNames: ["class"]))
         inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
         lag = registry.gauge("attest_consumer_lag", help: "Messages behind the high watermark, per partition.", labelNames: ["partition"])
         issuerCache = registry.counter(

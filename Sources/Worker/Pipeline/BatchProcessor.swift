@@ -225,6 +225,24 @@ public final class BatchProcessor: Sendable {
             value: Array(DeadLetter(reason: reason, message: text).json(for: message, at: now).utf8), headers: [])
     }
 
+    /// The answer to a message whose job PostgreSQL refuses to store, deterministically (a value it
+    /// rejects), once isolated from its batch: a dead letter with the jobId header, then the
+    /// job_invalid/unstorable verdict, which is published but not stored (it cannot be), because a backend
+    /// waits for it. A redelivery meets the same refusal and gets the same answer. A message that is no
+    /// job gets the dead letter alone.
+    func unstorable(_ message: KafkaMessage, _ error: PGError) -> Outbound {
+        var item = Item(message: message)
+        let now = verifier.clock.now()
+        classify(&item, now: now)
+        var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now)
+        guard let jobId = item.jobId else { return dead }
+        dead.headers = [("jobId", Array(jobId.utf8))]
+        let failure = VerificationFailure(.jobInvalid, .unstorable, "the database refused the job's values (\(error.summary))")
+        let answer = item.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: jobId, failure)
+        dead.then = [verdict(item, json: answer.json.serialized())]
+        return dead
+    }
+
     /// A verdict message: keyed by keyId, with the jobId in a header.
     private func verdict(_ item: Item, json: String) -> Outbound {
         Outbound(

@@ -9,4 +9,7 @@ public struct Outbound: Sendable {
     public var key: [UInt8]?
     public var value: [UInt8]
     public var headers: [(name: String, value: [UInt8])]
+    /// Published in order once this one is acknowledged; the last of them finishes the source offset. An
+    /// unstorable job's dead letter goes first, then its verdict, so the verdict never comes without it.
+    public var then: [Outbound] = []
 }

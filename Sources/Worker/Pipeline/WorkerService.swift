@@ -144,6 +144,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         roomFreed.signal()
+        // A lane retrying an outage gives its batch up (redelivered later) instead of holding the shutdown.
+        for processor in processors { processor.store.cancelRetries() }
     }
 
     /// After the deadline the process exits without storing more offsets: what was stored is safe, the
@@ -235,7 +237,10 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         while let batch = nextBatch(lane: lane) {
             metrics.batchSize.observe(Double(batch.count))
             let started = ContinuousClock.now
-            let outbound = processWithRetries(batch, processors[lane])
+            guard let outbound = processWithRetries(batch[...], processors[lane]) else {
+                abandon(batch)
+                continue
+            }
             metrics.batchSeconds.observe(ContinuousClock.now - started)
             for out in outbound { publish(out) }
         }
@@ -280,31 +285,61 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         return batch
     }
 
-    /// Connection loss is retried inside the store; other database errors (a value PostgreSQL refuses)
-    /// are isolated by deciding the messages one by one, and a message that still cannot be stored becomes
-    /// a dead letter, so one bad job never stops a partition.
-    private func processWithRetries(_ batch: [KafkaMessage], _ processor: BatchProcessor) -> [Outbound] {
-        do {
-            let outbound = try processor.process(batch)
-            metrics.readiness.markReady("postgres")
-            return outbound
-        } catch {
-            metrics.errors.labels(["db"]).increment()
-            logger.error("batch failed; retrying one by one", [("error", .string(error.description)), ("jobs", .int(Int64(batch.count)))])
-        }
-        var outbound = [Outbound]()
-        for message in batch {
+    /// Transient database failures (an outage, a read-only standby, a deadlock, a timeout) are retried
+    /// inside the store on fresh connections for as long as they last, so what reaches here is a value
+    /// PostgreSQL refuses, a shutdown, or a batch fault that retrying may cure (counter races that did not
+    /// settle), retried here with backoff. A refused value is isolated by halving the batch until the job
+    /// that brings it stands alone: that job is answered unstorable and dead-lettered
+    /// (``BatchProcessor/unstorable(_:_:)``), its neighbours are stored as usual. Nil when stopping: the
+    /// batch was not stored and is redelivered.
+    private func processWithRetries(_ batch: ArraySlice<KafkaMessage>, _ processor: BatchProcessor) -> [Outbound]? {
+        var backoff = Backoff(initial: .milliseconds(50), cap: .seconds(2))
+        while true {
             do {
-                outbound += try processor.process([message])
+                return try processor.process(Array(batch))
             } catch {
-                logger.error("message could not be stored; dead-lettered", [
-                    ("topic", .string(message.topic)), ("partition", .int(Int64(message.partition))),
-                    ("offset", .int(message.offset)), ("error", .string(error.description)),
-                ])
-                outbound.append(processor.deadLetter(message, .jobInvalid, "could not be stored: \(error.sqlState ?? "error")"))
+                metrics.errors.labels(["db"]).increment()
+                switch error.fault {
+                case .cancelled:
+                    return nil
+                case .permanent where batch.count == 1:
+                    let message = batch.first!
+                    logger.error("the database refused a job; answered unstorable and dead-lettered", [
+                        ("topic", .string(message.topic)), ("partition", .int(Int64(message.partition))),
+                        ("offset", .int(message.offset)), ("error", .string(error.description)),
+                    ])
+                    return [processor.unstorable(message, error)]
+                case .permanent:
+                    let middle = batch.startIndex + batch.count / 2
+                    guard let first = processWithRetries(batch[..<middle], processor),
+                        let second = processWithRetries(batch[middle...], processor)
+                    else { return nil }
+                    return first + second
+                case .transient:
+                    logger.warning("batch failed; retrying", [("error", .string(error.description)), ("jobs", .int(Int64(batch.count)))])
+                    guard sleepUnlessStopping(backoff.next()) else { return nil }
+                }
             }
         }
-        return outbound
+    }
+
+    /// Waits `duration` unless the worker stops first; false when stopping.
+    private func sleepUnlessStopping(_ duration: Duration) -> Bool {
+        let (seconds, attoseconds) = duration.components
+        let deadline = Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        while !stopping, condition.wait(until: deadline) {}
+        return !stopping
+    }
+
+    /// A batch given up at shutdown: no longer in flight, its offsets unfinished (the next owner redelivers).
+    private func abandon(_ batch: [KafkaMessage]) {
+        condition.lock()
+        for message in batch { inBatch[message.topicPartition, default: 1] -= 1 }
+        unacknowledged -= batch.count
+        condition.broadcast()
+        condition.unlock()
     }
 
     private func publish(_ out: Outbound) {
@@ -312,6 +347,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             do {
                 try producer.produce(topic: out.topic, key: out.key, value: out.value, headers: out.headers) { [self] result in
                     switch result {
+                    case .success where !out.then.isEmpty:
+                        var chained = out.then[0]
+                        chained.then += out.then.dropFirst()
+                        let next = chained
+                        // Not from the delivery callback: a full queue would wait for this very thread.
+                        DispatchQueue.global().async { [self] in publish(next) }
                     case .success: finished(out)
                     case .failure(let error):
                         metrics.errors.labels(["producer"]).increment()

@@ -111,15 +111,29 @@ public final class AttestStore: @unchecked Sendable {
     /// that change, then the month's counts. Attestations go first so a device's assertions in the same
     /// batch find it. The outcome of each says whether it was stored, already decided, or lost a counter
     /// race; the crossings are the quota thresholds the batch's newly counted devices crossed.
+    ///
+    /// Every statement takes its row locks in key order (attestations by key, the set-based statements
+    /// sort inside, risk rows by app and identity; a row's own decisions keep their batch order), so two
+    /// workers' batches wait for each other but cannot deadlock on the rows of one table. A deadlock
+    /// that still happens (across tables, or against another session) is transient: the batch is
+    /// retried.
     public func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
         guard !decisions.isEmpty else { return ([], []) }
-        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }
+        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }.sorted { a, b in
+            let (x, y) = (decisions[a].attestedDevice!.keyId, decisions[b].attestedDevice!.keyId)
+            return x == y ? a < b : x.lexicographicallyPrecedes(y)
+        }
         let others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
         let counted = decisions.indices.filter { decisions[$0].intelligence?.countsAsActive == true }
+        let scored = decisions.indices.sorted { a, b in
+            let (x, y) = (decisions[a].intelligence?.device, decisions[b].intelligence?.device)
+            let keys = ((x?.teamId ?? "", x?.bundleId ?? "", x?.identity.value ?? ""), (y?.teamId ?? "", y?.bundleId ?? "", y?.identity.value ?? ""))
+            return keys.0 == keys.1 ? a < b : keys.0 < keys.1
+        }
         var statements: [(sql: String, params: [PGValue])] = [("BEGIN", [])]
         statements += attested.map { Self.attestation(decisions[$0]) }
         if !others.isEmpty { statements.append(Self.verdicts(others, of: decisions)) }
-        statements += decisions.compactMap(IntelligenceWrites.risk)
+        statements += scored.compactMap { IntelligenceWrites.risk(decisions[$0]) }
         if !counted.isEmpty { statements.append(IntelligenceWrites.count(counted, of: decisions)) }
         statements.append(("COMMIT", []))
         let results = try connection.run { c throws(PGError) in try c.pipeline(statements) }
@@ -206,7 +220,9 @@ public final class AttestStore: @unchecked Sendable {
     /// what applying them one by one would do. When it is not (another writer moved it), none of the
     /// key's assertions is stored and each is reported a counter conflict, to be decided again against
     /// the stored counter. The condition is in the UPDATE itself, so a concurrent writer's change is
-    /// re-checked under the row lock. Stored verdicts are looked up one by one through the primary key
+    /// re-checked under the row lock, and the rows are locked in key order first (`locked`) so that two
+    /// batches cannot deadlock on them; verdicts are inserted in jobId order for the same reason. Stored
+    /// verdicts are looked up one by one through the primary key
     /// (LATERAL … LIMIT 1 cannot become a join that scans the table, whatever plan the cached statement
     /// settles on).
     static func verdicts(_ indices: [Int], of decisions: [Decision]) -> (sql: String, params: [PGValue]) {
@@ -241,16 +257,19 @@ public final class AttestStore: @unchecked Sendable {
                 SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
                     max(received) AS seen
                 FROM fresh WHERE dkey IS NOT NULL GROUP BY dkey),
+            locked AS (
+                SELECT key_id FROM devices WHERE key_id IN (SELECT key_id FROM g) ORDER BY key_id FOR UPDATE),
             d AS (
                 UPDATE devices SET counter = g.highest, assertion_count = assertion_count + g.n,
                     last_seen_at = greatest(last_seen_at, g.seen)
                 FROM g WHERE devices.key_id = g.key_id AND devices.counter < g.lowest
+                    AND devices.key_id IN (SELECT key_id FROM locked)
                 RETURNING devices.key_id),
             v AS (
                 \(insertVerdict)
                 SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha
                 FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
-                ORDER BY i
+                ORDER BY team, bundle, job
                 ON CONFLICT (team_id, bundle_id, job_id) DO NOTHING RETURNING team_id, bundle_id, job_id)
             SELECT team_id, bundle_id, job_id, 1, NULL, NULL FROM v
             UNION ALL SELECT team, bundle, job, 0, verdict_json, job_sha256 FROM decided

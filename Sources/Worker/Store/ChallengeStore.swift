@@ -32,7 +32,8 @@ public enum ChallengeStore {
     /// Settles every claim of a batch in one statement, by jobId. A challenge goes to one claimant only —
     /// the job that already holds it (a redelivery after a crash), else the earliest claim in the batch —
     /// and only while unused: the conditional UPDATE re-checks `used_by_job` after waiting for a concurrent
-    /// consumer's row lock, so two workers can never both consume it.
+    /// consumer's row lock, so two workers can never both consume it. The rows are locked in challenge
+    /// order first (`locked`), so two batches presenting the same challenges cannot deadlock.
     static func consume(_ claims: [ChallengeClaim], on c: PGConnection) throws(PGError) -> [String: ChallengeOutcome] {
         guard !claims.isEmpty else { return [:] }
         let payload = JSONValue.array(
@@ -57,10 +58,14 @@ public enum ChallengeStore {
                 SELECT DISTINCT ON (challenge) challenge, job_id FROM found
                 WHERE received_at <= expires_at AND (used_by_job IS NULL OR used_by_job = job_id)
                 ORDER BY challenge, used_by_job IS NULL, ord),
+            locked AS (
+                SELECT challenge FROM challenges WHERE challenge IN (SELECT challenge FROM claimant)
+                ORDER BY challenge FOR UPDATE),
             used AS (
                 UPDATE challenges ch SET used_by_job = claimant.job_id, used_at = coalesce(ch.used_at, now())
                 FROM claimant
-                WHERE ch.challenge = claimant.challenge AND (ch.used_by_job IS NULL OR ch.used_by_job = claimant.job_id)
+                WHERE ch.challenge = claimant.challenge AND ch.challenge IN (SELECT challenge FROM locked)
+                    AND (ch.used_by_job IS NULL OR ch.used_by_job = claimant.job_id)
                 RETURNING claimant.job_id)
             SELECT claim.job_id,
                 CASE WHEN claim.job_id IN (SELECT job_id FROM used) THEN 'consumed'

@@ -9,6 +9,16 @@ public protocol DecisionStore: Sendable {
     func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing])
     /// Settles worker-issued challenges by jobId, one round trip for the batch (see ``ChallengeStore``).
     func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome]
+    /// Stops retrying transient failures for good (shutdown): later calls throw `.cancelled` unless the
+    /// database serves them at once.
+    func cancelRetries()
 }
 
-extension AttestStore: DecisionStore {}
+extension DecisionStore {
+    /// Stores that do not retry have nothing to cancel.
+    public func cancelRetries() {}
+}
+
+extension AttestStore: DecisionStore {
+    public func cancelRetries() { connection.cancel() }
+}

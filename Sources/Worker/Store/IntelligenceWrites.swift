@@ -15,8 +15,9 @@ enum IntelligenceWrites {
     /// `DeviceHistory.record`: failures add up within the failure window, and the first failure after it
     /// opens a new one), and a risk history row when the score changes; nil when the decision
     /// writes no risk (no intelligence, or nothing to change: see `IntelligenceChange.writesRisk`).
-    /// One statement per such decision, in batch order, since a device's later decisions build on the
-    /// row its earlier ones leave.
+    /// One statement per such decision; the caller orders them by row (see `AttestStore.commit`), a row's
+    /// own decisions in batch order, since a device's later decisions build on the row its earlier ones
+    /// leave.
     static func risk(_ d: Decision) -> (sql: String, params: [PGValue])? {
         guard let c = d.intelligence, c.writesRisk, let receivedAt = d.receivedAt else { return nil }
         let e = c.event
