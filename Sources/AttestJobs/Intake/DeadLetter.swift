@@ -1,43 +1,97 @@
 import AttestCore
 import AttestCrypto
-import AttestJobs
-import KafkaClient
+import KafkaRecords
 
 /// A Kafka message that is not a job (too large, not JSON, no jobId), as published to the dead-letter topic
-/// with the reason and its original bytes (Schemas/deadletter.schema.json). It gets no verdict.
-struct DeadLetter {
-    enum Reason: String {
+/// with the reason and as much of its original bytes as fits (Schemas/deadletter.schema.json). It gets no
+/// verdict.
+///
+/// Whatever the original (a key or value of any size, a timestamp of any 64-bit value), the envelope stays
+/// within the bytes it is given: key and value are inlined up to what is left after the fixed members, and
+/// what is cut is described by its size and SHA-256.
+public struct DeadLetter: Sendable {
+    public enum Reason: String, Sendable {
         case tooLarge = "too_large"
         case jobInvalid = "job_invalid"
     }
 
-    let reason: Reason
-    let message: String
+    public let reason: Reason
+    public let message: String
 
-    /// Originals above this are cut to it (with their size and SHA-256), so that the dead letter itself
-    /// stays under the broker's default 1 MB message limit once base64-encoded.
-    static let maxInlineBytes = 512 * 1024
+    /// `message` is cut to ``maxMessageBytes`` (it may quote an error from elsewhere).
+    public init(reason: Reason, message: String) {
+        self.reason = reason
+        self.message = Self.prefix(message, bytes: Self.maxMessageBytes)
+    }
 
-    func json(for original: KafkaMessage, at now: Timestamp) -> String {
+    public static let maxMessageBytes = 512
+    /// Of a key, at most this is inlined: the rest of a longer one is described by its size and digest.
+    public static let maxInlineKeyBytes = OutboundBudget.maxKeyBytes
+    /// Kafka timestamps that name a time RFC 3339 can write (years 0000 to 9999) are written as one.
+    static let writableMilliseconds: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
+    /// The envelope for `original`, at most `maxBytes` long when `maxBytes` leaves room for the fixed
+    /// members (the smallest envelope inlines neither key nor value); `inline: false` asks for that one.
+    public func json(for original: KafkaMessage, at now: Timestamp, maxBytes: Int, inline: Bool = true) -> [UInt8] {
+        // Keys are inlined up to their own bound; the value gets what the rest leaves.
+        let keyInline = inline ? min(original.key?.count ?? 0, Self.maxInlineKeyBytes) : 0
+        let fixed = envelope(original, now, keyInline: keyInline, valueInline: 0).count
+        let room = maxBytes - fixed
+        guard room >= 0 else {
+            return keyInline == 0 ? envelope(original, now, keyInline: 0, valueInline: 0)
+                : json(for: original, at: now, maxBytes: maxBytes, inline: false)
+        }
+        let valueInline = inline ? min(original.value.count, room / 4 * 3) : 0
+        return envelope(original, now, keyInline: keyInline, valueInline: valueInline)
+    }
+
+    /// The members in schema order; `truncated` and the original's size and digest whenever less than the
+    /// whole value is inlined (likewise for the key), so the envelope with nothing inlined is the largest
+    /// fixed part.
+    private func envelope(_ original: KafkaMessage, _ now: Timestamp, keyInline: Int, valueInline: Int) -> [UInt8] {
         var source: [(String, JSONValue)] = [
             ("topic", .string(original.topic)), ("partition", .int(Int64(original.partition))),
             ("offset", .int(original.offset)),
         ]
-        if let timestamp = original.timestampMs {
-            source.append(("timestamp", .string(Timestamp(microseconds: timestamp * 1000).rfc3339)))
+        if let milliseconds = original.timestampMs {
+            if Self.writableMilliseconds.contains(milliseconds) {
+                source.append(("timestamp", .string(Timestamp(microseconds: milliseconds * 1000).rfc3339)))
+            }
+            source.append(("timestampMs", .int(milliseconds)))
         }
         var members: [(String, JSONValue)] = [
             ("reason", .string(reason.rawValue)), ("message", .string(message)), ("source", .object(source)),
-            ("keyBase64", original.key.map { .string(Base64.encode($0.prefix(Self.maxInlineBytes))) } ?? .null),
-            ("valueBase64", .string(Base64.encode(original.value.prefix(Self.maxInlineBytes)))),
+            ("keyBase64", original.key.map { .string(Base64.encode($0.prefix(keyInline))) } ?? .null),
+            ("valueBase64", .string(Base64.encode(original.value.prefix(valueInline)))),
             ("deadLetteredAt", .string(now.rfc3339)),
         ]
-        if original.value.count > Self.maxInlineBytes {
+        if valueInline < original.valueBytes {
             members += [
-                ("truncated", .bool(true)), ("originalBytes", .int(Int64(original.value.count))),
-                ("originalSha256", .string(Hex.encode(Digest.sha256.hash(original.value)))),
+                ("truncated", .bool(true)), ("originalBytes", .int(Int64(original.valueBytes))),
+                ("originalSha256", .string(Hex.encode(original.valueSha256 ?? Digest.sha256.hash(original.value)))),
             ]
         }
-        return JSONValue.object(members).serialized()
+        if let key = original.key, keyInline < original.keyBytes {
+            members += [
+                ("keyTruncated", .bool(true)), ("originalKeyBytes", .int(Int64(original.keyBytes))),
+                ("originalKeySha256", .string(Hex.encode(original.keySha256 ?? Digest.sha256.hash(key)))),
+            ]
+        }
+        if original.headerCount > 0 { members.append(("headerCount", .int(Int64(original.headerCount)))) }
+        return Array(JSONValue.object(members).serialized().utf8)
+    }
+
+    /// The longest prefix of `text` of at most `bytes` UTF-8 bytes that ends on a character.
+    static func prefix(_ text: String, bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var end = text.startIndex
+        var used = 0
+        for index in text.indices {
+            let next = text.index(after: index)
+            used += text.utf8.distance(from: index, to: next)
+            guard used <= bytes else { break }
+            end = next
+        }
+        return String(text[..<end])
     }
 }
