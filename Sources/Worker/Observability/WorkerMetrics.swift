@@ -17,6 +17,8 @@ public final class WorkerMetrics: Sendable {
     let receivedToVerdict: Histogram
     let verificationSeconds: Histogram
     let errors: Counter
+    let publishRetries: Counter
+    let publishRefused: Counter
     let inFlight: Gauge
     let lag: Gauge
     let issuerCache: Counter
@@ -45,6 +47,13 @@ public final class WorkerMetrics: Sendable {
             "attest_verification_seconds", help: "Time to verify one job (the core's checks), by kind.", labelNames: ["kind"],
             buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
         errors = registry.counter("attest_errors_total", help: "Database and producer errors.", labelNames: ["component"])
+        publishRetries = registry.counter(
+            "attest_publish_retries_total", help: "Publications tried again (full local queue, failed delivery), by error.",
+            labelNames: ["error"])
+        publishRefused = registry.counter(
+            "attest_publish_refused_total",
+            help: "Messages the broker refused for good (too large, invalid), replaced by their smallest dead letter.",
+            labelNames: ["error"])
         inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
         lag = registry.gauge("attest_consumer_lag", help: "Messages behind the high watermark, per partition.", labelNames: ["partition"])
         issuerCache = registry.counter(
