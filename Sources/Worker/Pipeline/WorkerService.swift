@@ -211,9 +211,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         var waited = false
         while true {
             condition.lock()
-            let full = !stopping && !paused && isFull
+            let full = !stopping && !paused && bounds.isFull(messages: count, bytes: bytes)
             if !full {
-                let room = paused ? 0 : min(settings.maxBufferedMessages - count, roomInBytes)
+                let room = paused ? 0 : bounds.room(messages: count, bytes: bytes)
                 condition.unlock()
                 return room
             }
@@ -226,7 +226,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             guard roomFreed.wait(timeout: deadline) == .timedOut else { continue }
             condition.lock()
             roomWanted = false
-            paused = isFull
+            paused = bounds.isFull(messages: count, bytes: bytes)
             let pauseNow = paused ? Array(assigned) : []
             condition.unlock()
             if !pauseNow.isEmpty {
@@ -240,10 +240,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private var count: Int { buffered + unacknowledged }
     /// The same in bytes.
     private var bytes: Int { bufferedBytes + unacknowledgedBytes }
-    private var isFull: Bool { count >= settings.maxBufferedMessages || bytes >= settings.maxBufferedBytes }
-    /// How many records one poll may take without passing the byte bound by more than one record: each adds
-    /// at most `maxRetainedBytes`. At least 1, so a bound below one record's worth still makes progress.
-    private var roomInBytes: Int { max(1, (settings.maxBufferedBytes - bytes) / max(1, settings.messageLimits.maxRetainedBytes)) }
+    private var bounds: IntakeBounds {
+        IntakeBounds(
+            maxMessages: settings.maxBufferedMessages, maxBytes: settings.maxBufferedBytes,
+            maxRecordBytes: settings.messageLimits.maxRetainedBytes, batchSize: settings.batchSize)
+    }
 
     /// The lane serving a partition: fixed while the process runs, so a partition's jobs stay in order.
     private func lane(of partition: TopicPartition) -> Int { Int(partition.partition.magnitude) % processors.count }
@@ -270,7 +271,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// may be what keeps the count high after the buffers have emptied, and then only an acknowledgement
     /// can bring it down.
     private func partitionsToResume() -> [TopicPartition] {
-        guard paused && count <= settings.maxBufferedMessages / 2 && bytes <= settings.maxBufferedBytes / 2 else { return [] }
+        guard paused && bounds.resumes(messages: count, bytes: bytes) else { return [] }
         paused = false
         return Array(assigned)
     }
@@ -396,7 +397,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             return
         }
         logger.error("the broker refused the message; publishing the smallest dead letter instead", fields)
-        publish(processors[0].smallestDeadLetter(replacing: out, error: error.name))
+        // Not on the delivery thread, which must keep serving reports for the local queue to drain.
+        let replacement = processors[0].smallestDeadLetter(replacing: out, error: error.name)
+        DispatchQueue.global().async { [self] in publish(replacement) }
     }
 
     /// `first` doubled for each attempt after the first, up to `cap` seconds.
@@ -413,10 +416,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         unacknowledgedBytes -= out.original.retainedBytes
         let offsets = tracker.takeCommittable()
         let resume = partitionsToResume()
-        // The poll thread is woken once there is room for a batch (and a quarter of the bytes), not for every
-        // acknowledgement.
-        let freed = roomWanted && count <= max(0, settings.maxBufferedMessages - settings.batchSize)
-            && bytes <= settings.maxBufferedBytes - settings.maxBufferedBytes / 4
+        // The poll thread is woken once there is room for a batch, not for every acknowledgement.
+        let freed = roomWanted && bounds.wakes(messages: count, bytes: bytes)
         if freed { roomWanted = false }
         condition.broadcast()
         condition.unlock()
