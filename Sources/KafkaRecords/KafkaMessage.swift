@@ -74,7 +74,7 @@ extension KafkaMessage {
         /// Values up to this are copied whole (the worker's ATTEST_MAX_MESSAGE_BYTES: anything longer is
         /// not a job).
         public var maxValueBytes: Int
-        /// What is kept of a longer value.
+        /// What is kept of a longer value (it may be more than `maxValueBytes`: a dead letter shows that much).
         public var valuePrefixBytes: Int
         /// Keys up to this are copied whole; longer ones are cut to it.
         public var maxKeyBytes: Int
@@ -89,7 +89,7 @@ extension KafkaMessage {
             sha256: @escaping @Sendable (UnsafeRawBufferPointer) -> [UInt8]
         ) {
             self.maxValueBytes = max(0, maxValueBytes)
-            self.valuePrefixBytes = max(0, min(valuePrefixBytes, maxValueBytes))
+            self.valuePrefixBytes = max(0, valuePrefixBytes)
             self.maxKeyBytes = max(0, maxKeyBytes)
             self.maxHeaders = max(0, maxHeaders)
             self.maxHeaderBytes = max(0, maxHeaderBytes)
@@ -104,7 +104,7 @@ extension KafkaMessage {
         /// The most `retainedBytes` can be for a message copied under these limits (saturating).
         public var maxRetainedBytes: Int {
             let parts = [
-                KafkaMessage.fixedOverhead, 249, maxValueBytes, maxKeyBytes, maxHeaderBytes,
+                KafkaMessage.fixedOverhead, 249, max(maxValueBytes, valuePrefixBytes), maxKeyBytes, maxHeaderBytes,
                 maxHeaders.multipliedReportingOverflow(by: KafkaMessage.headerOverhead).overflow
                     ? .max : maxHeaders * KafkaMessage.headerOverhead,
             ]
