@@ -265,7 +265,7 @@ import Testing
     }
 
     @Test func theProducersMessageLimitIsValidatedAndBoundsTheJobSize() throws {
-        for properties in ["message.max.bytes=abc", "message.max.bytes=1000", "message.max.bytes=2000000000"] {
+        for properties in ["message.max.bytes=abc", "message.max.bytes=1000", "message.max.bytes=2000000000", "message.max.bytes=16777217"] {
             #expect(problems(["ATTEST_KAFKA_PROPERTIES": properties])?.contains("message.max.bytes") == true, "\(properties)")
         }
         #expect(problems(["ATTEST_MAX_MESSAGE_BYTES": "600000"])?.contains("ATTEST_MAX_MESSAGE_BYTES") == true, "over half of 1,000,000")

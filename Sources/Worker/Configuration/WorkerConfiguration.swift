@@ -217,12 +217,13 @@ public struct WorkerConfiguration: Sendable {
             return value
         }
 
-        /// The producer's `message.max.bytes` as ATTEST_KAFKA_PROPERTIES sets it (librdkafka's default otherwise).
+        /// The producer's `message.max.bytes` as ATTEST_KAFKA_PROPERTIES sets it (librdkafka's default otherwise),
+        /// at most the consumer's 16 MiB `fetch.max.bytes` (RunCommand), which librdkafka requires.
         mutating func outboundBudget(_ name: String) -> OutboundBudget {
             guard let text = (try? KafkaProperties.parse(values[name] ?? ""))?["message.max.bytes"] else { return .standard }
-            guard let limit = Int(text), limit <= 1_000_000_000, let budget = OutboundBudget(producerLimit: limit) else {
+            guard let limit = Int(text), limit <= 16 << 20, let budget = OutboundBudget(producerLimit: limit) else {
                 problems.append(
-                    "\(name): message.max.bytes must be a whole number from \(OutboundBudget.minimumProducerLimit) to 1000000000")
+                    "\(name): message.max.bytes must be a whole number from \(OutboundBudget.minimumProducerLimit) to \(16 << 20)")
                 return .standard
             }
             return budget
