@@ -189,6 +189,16 @@ import Testing
         #expect(limits.valuePrefixBytes == 512 * 1024, "a dead letter shows the first 512 KiB of an oversize value")
     }
 
+    @Test func theLargestOffsetFinishesWithoutTrapping() {
+        var tracker = OffsetTracker()
+        let partition = TopicPartition(topic: "jobs", partition: 0)
+        tracker.received(partition, offset: .max - 1)
+        tracker.received(partition, offset: .max)
+        tracker.finished(partition, offset: .max - 1)
+        tracker.finished(partition, offset: .max)
+        #expect(tracker.takeCommittable() == [partition: .max])
+    }
+
     @Test func retriesBackOffDoublingUpToTheirCap() {
         #expect(WorkerService.backoff(1, first: 0.1, cap: 5) == 0.1)
         #expect(WorkerService.backoff(2, first: 0.1, cap: 5) == 0.2)
