@@ -10,7 +10,7 @@ import KafkaRecords
 ///
 /// Input layout (little-endian): flags (bit 0 timestamp present, bit 1 key present, bits 2-3 the producer
 /// limit: 1,000,000, 65,536, 200,000 or 70,000), timestamp Int64, partition Int32, offset Int64, key length
-/// UInt16 and a repeat count (the key is its bytes repeated 1 to 256 times, so keys reach megabytes), header
+/// UInt16 and a repeat count (the key is its bytes repeated 1 to 16 times, so keys reach megabytes), header
 /// count, then per header a name length (1 byte), value length (UInt16) and the bytes; the rest is the value.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRecord(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -20,7 +20,7 @@ public func fuzzRecord(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let partition = Int32(truncatingIfNeeded: input.int64() & 0xffff_ffff)
     let offset = input.int64()
     let keyPart = input.take(Int(input.byte()) | Int(input.byte()) << 8)
-    let key = Array([[UInt8]](repeating: keyPart, count: Int(input.byte()) + 1).joined())
+    let key = Array([[UInt8]](repeating: keyPart, count: Int(input.byte() & 15) + 1).joined())
     var headers: [(name: String, value: [UInt8])] = []
     for _ in 0..<input.byte() {
         let nameLength = Int(input.byte())
@@ -43,7 +43,7 @@ public func fuzzRecord(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         let json = letter.json(for: record, at: now, maxBytes: room)
         precondition(budget.fits(key: outboundKey, value: json, headers: []), "dead letter over the producer's limit")
         precondition(JSONValue.parse(json)?["reason"] == .string(letter.reason.rawValue), "dead letter is not its JSON")
-        let smallest = letter.json(for: record, at: now, maxBytes: 0, inline: false)
+        let smallest = letter.smallestJSON(for: record, at: now)
         precondition(smallest.count <= 2048 && JSONValue.parse(smallest) != nil, "the smallest dead letter is not small")
     case .invalidJob(let jobId, let failure):
         var verdict = Verdict(job: nil, verifiedAt: now)

@@ -75,7 +75,7 @@ import Testing
         let letter = DeadLetter(reason: .jobInvalid, message: "not a JSON object")
         let whole = try #require(JSONValue.parse(letter.json(for: original, at: Self.now, maxBytes: OutboundBudget.standard.bytes)))
         #expect(whole["valueBase64"] == .string(Base64.encode(value)) && whole["truncated"] == nil)
-        let smallest = letter.json(for: original, at: Self.now, maxBytes: 0, inline: false)
+        let smallest = letter.smallestJSON(for: original, at: Self.now)
         #expect(smallest.count < 1200)
         try Self.expectEnvelope(smallest, of: original, value: value, key: original.key, within: 1200)
         #expect(JSONValue.parse(smallest)?["valueBase64"] == .string(""))

@@ -30,19 +30,20 @@ public struct DeadLetter: Sendable {
     /// Kafka timestamps that name a time RFC 3339 can write (years 0000 to 9999) are written as one.
     static let writableMilliseconds: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
 
-    /// The envelope for `original`, at most `maxBytes` long when `maxBytes` leaves room for the fixed
-    /// members (the smallest envelope inlines neither key nor value); `inline: false` asks for that one.
-    public func json(for original: KafkaMessage, at now: Timestamp, maxBytes: Int, inline: Bool = true) -> [UInt8] {
-        // Keys are inlined up to their own bound; the value gets what the rest leaves.
-        let keyInline = inline ? min(original.key?.count ?? 0, Self.maxInlineKeyBytes) : 0
-        let fixed = envelope(original, now, keyInline: keyInline, valueInline: 0).count
-        let room = maxBytes - fixed
-        guard room >= 0 else {
-            return keyInline == 0 ? envelope(original, now, keyInline: 0, valueInline: 0)
-                : json(for: original, at: now, maxBytes: maxBytes, inline: false)
-        }
-        let valueInline = inline ? min(original.value.count, room / 4 * 3) : 0
-        return envelope(original, now, keyInline: keyInline, valueInline: valueInline)
+    /// The envelope for `original`, at most `maxBytes` long whenever `maxBytes` leaves room for the fixed
+    /// members (else the smallest one): the key inlined up to ``maxInlineKeyBytes``, the value as far as the
+    /// rest allows.
+    public func json(for original: KafkaMessage, at now: Timestamp, maxBytes: Int) -> [UInt8] {
+        let keyInline = min(original.key?.count ?? 0, Self.maxInlineKeyBytes)
+        let room = maxBytes - envelope(original, now, keyInline: keyInline, valueInline: 0).count
+        guard room >= 0 else { return smallestJSON(for: original, at: now) }
+        return envelope(original, now, keyInline: keyInline, valueInline: min(original.value.count, room / 4 * 3))
+    }
+
+    /// The envelope with neither key nor value inlined (their sizes and digests only): what stands in for a
+    /// message whose publication the broker refused.
+    public func smallestJSON(for original: KafkaMessage, at now: Timestamp) -> [UInt8] {
+        envelope(original, now, keyInline: 0, valueInline: 0)
     }
 
     /// The members in schema order; `truncated` and the original's size and digest whenever less than the

@@ -218,14 +218,15 @@ public final class BatchProcessor: Sendable {
         let key = OutboundBudget.key(out.original.key, sha256: out.original.keySha256)
         return Outbound(
             source: out.source, sourceOffset: out.sourceOffset, topic: settings.deadLetterTopic, key: key,
-            value: letter.json(for: out.original, at: verifier.clock.now(), maxBytes: 0, inline: false), headers: [],
+            value: letter.smallestJSON(for: out.original, at: verifier.clock.now()), headers: [],
             original: out.original, kind: .smallestDeadLetter)
     }
 
     /// A verdict message: keyed by keyId (or the message's key when the job's fields could not be read),
     /// bounded, with the jobId in a header.
     private func verdict(_ item: Item, json: String) -> Outbound {
-        let key = item.job.map { OutboundBudget.key(Array($0.keyId.utf8)) } ?? OutboundBudget.key(item.message.key, sha256: item.message.keySha256)
+        let key = item.job.map { OutboundBudget.key(Array($0.keyId.utf8)) }
+            ?? OutboundBudget.key(item.message.key, sha256: item.message.keySha256)
         return Outbound(
             source: item.message.topicPartition, sourceOffset: item.message.offset, topic: settings.verdictsTopic,
             key: key, value: Array(json.utf8), headers: [("jobId", Array(item.jobId!.utf8))], original: item.message,
