@@ -25,12 +25,15 @@ let package = Package(
         .target(name: "AttestVerifier", dependencies: ["AttestCore", "AttestCrypto"]),
         // Creates valid and deliberately broken attestations/assertions under a generated test PKI.
         .target(name: "AttestMint", dependencies: ["AttestCore", "AttestCrypto", "COpenSSL", "COpenSSLShims"]),
-        // Job and verdict JSON shared by the offline verifier and the worker.
-        .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestVerifier"]),
+        // Job and verdict JSON shared by the offline verifier and the worker; classification of consumed records
+        // and their dead letters.
+        .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "KafkaRecords"]),
         // Verdict tokens: ES256 JWTs on accepted verdicts, the signing key ring, the JWKS, and their verifier.
         .target(name: "AttestTokens", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs"]),
+        // Consumed Kafka records as plain values (no librdkafka), what classification and its fuzz target read.
+        .target(name: "KafkaRecords"),
         // Thin owners of librdkafka and libpq objects.
-        .target(name: "KafkaClient", dependencies: ["CRdKafka"]),
+        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints.
         .target(name: "Observability", dependencies: ["CMicroHTTPD"]),

@@ -121,6 +121,15 @@ SEED_JWKS = (
     '"use":"sig","alg":"ES256"}]}')
 
 
+def record(flags, timestamp, key_part, key_repeats, headers, value):
+    """A record in Fuzz/Record.swift's input layout."""
+    out = bytes([flags]) + (timestamp % 2**64).to_bytes(8, 'little') + (0).to_bytes(8, 'little') + (5).to_bytes(8, 'little')
+    out += len(key_part).to_bytes(2, 'little') + key_part + bytes([key_repeats, len(headers)])
+    for name, data in headers:
+        out += bytes([len(name)]) + len(data).to_bytes(2, 'little') + name + data
+    return out + value
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit('usage: seeds.py VECTORS_DIR CORPUS_DIR')
@@ -128,7 +137,7 @@ def main():
     sys.path.insert(0, vectors)
     from run_vectors import job  # the job line the acceptance check builds for a case
     seeds = {t: {} for t in ('cbor', 'authdata', 'asn1', 'certificate', 'receipt', 'attestation', 'assertion', 'job',
-                             'token')}
+                             'token', 'record')}
     seeds['token']['token'] = SEED_TOKEN.encode()
     seeds['token']['jwks'] = SEED_JWKS.encode()
 
@@ -144,6 +153,8 @@ def main():
             case = json.loads(line)
             name = case['name']
             seeds['job'][name] = json.dumps(job(case)).encode()
+            seeds['record'][name] = record(1 | 2, 1_777_000_000_000, case.get('keyId', '').encode()[:255], 0, [],
+                                           seeds['job'][name])
             field = 'attestationObject' if case['kind'] == 'attestation' else 'assertion'
             obj = b64(case.get(field))
             if obj is None:
@@ -169,6 +180,14 @@ def main():
                         seeds['certificate'][f'{name}-cms{n}'] = der
             except (ValueError, KeyError, IndexError, TypeError, AttributeError, UnicodeDecodeError):
                 pass  # a deliberately broken case: keep what was decoded before the break
+
+    # The reproduced attacks and their neighbours: a 440,000-byte key (55,000 bytes 8 times) with a value
+    # that is not JSON, absurd timestamps, many and large headers, an empty record.
+    seeds['record']['oversize-key'] = record(2, 0, b'k' * 55_000, 7, [], b'not json')
+    for n, ms in enumerate([9_300_000_000_000_000, -9_300_000_000_000_000, 2**63 - 1, -2**63, -1]):
+        seeds['record'][f'timestamp-{n}'] = record(1, ms, b'', 0, [], b'\xff\xfe')
+    seeds['record']['headers'] = record(0, 0, b'', 0, [(b'h' * 200, b'v' * 3000)] * 20, b'{"jobId":"h"}')
+    seeds['record']['empty'] = b'\0'
 
     for target, files in seeds.items():
         directory = os.path.join(corpus, target)

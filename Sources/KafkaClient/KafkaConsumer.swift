@@ -26,6 +26,7 @@ public protocol KafkaRebalanceDelegate: AnyObject, Sendable {
 /// throws ``KafkaError/Code/state``.
 public final class KafkaConsumer: Sendable {
     private let state: Mutex<State>
+    private let limits: KafkaMessage.Limits
 
     private struct State {
         /// nil once closed.
@@ -45,10 +46,12 @@ public final class KafkaConsumer: Sendable {
     /// as given (default true: stored offsets are committed every `auto.commit.interval.ms`).
     /// `onError` receives consumer errors and client-level errors (brokers down, fatal errors) on the
     /// poll thread; librdkafka retries transient ones by itself, so they are for logs and health.
+    /// `limits` bound what `poll` copies of each record.
     public init(
         properties: [String: String], topics: [String], delegate: (any KafkaRebalanceDelegate)?,
-        onError: (@Sendable (KafkaError) -> Void)? = nil
+        limits: KafkaMessage.Limits = .unlimited, onError: (@Sendable (KafkaError) -> Void)? = nil
     ) throws(KafkaError) {
+        self.limits = limits
         let config = try RDKafkaConfig(properties)
         try config.set("enable.auto.offset.store", "false")
         rd_kafka_conf_set_rebalance_cb(config.pointer) { client, err, partitions, opaque in
@@ -90,7 +93,7 @@ public final class KafkaConsumer: Sendable {
             defer { rd_kafka_message_destroy(message) }
             switch message.pointee.err {
             case RD_KAFKA_RESP_ERR_NO_ERROR:
-                messages.append(KafkaMessage(copying: message))
+                messages.append(KafkaMessage(copying: message, limits: limits))
             case RD_KAFKA_RESP_ERR__PARTITION_EOF:
                 continue
             default:
@@ -274,37 +277,62 @@ final class ConsumerContext: Sendable {
 }
 
 extension KafkaMessage {
-    /// Copies key, value and headers out of a message that librdkafka frees after the poll.
-    init(copying message: UnsafeMutablePointer<rd_kafka_message_t>) {
+    /// Copies key, value and headers out of a message that librdkafka frees after the poll, as much of
+    /// each as `limits` keep (the rest is measured and hashed in place, never copied).
+    init(copying message: UnsafeMutablePointer<rd_kafka_message_t>, limits: Limits) {
         let raw = message.pointee
         var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
         let timestamp = rd_kafka_message_timestamp(message, &type)
         var headers: [(name: String, value: [UInt8])] = []
+        var headerCount = 0
         var list: OpaquePointer?
         // The list belongs to the message: read, never destroyed here.
         if rd_kafka_message_headers(message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list {
             var name: UnsafePointer<CChar>?
             var value: UnsafeRawPointer?
             var size = 0
-            var index = 0
-            while rd_kafka_header_get_all(list, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
-                if let name { headers.append((String(cString: name), Self.bytes(value, size))) }
-                index += 1
+            var bytes = 0
+            var keeping = true
+            while rd_kafka_header_get_all(list, headerCount, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                headerCount += 1
+                guard keeping, let name else { continue }
+                // Kept while both bounds hold; from the first header that would not fit on, only counted.
+                guard let total = limits.headerBytes(adding: Self.length(of: name) &+ size, to: bytes, kept: headers.count) else {
+                    keeping = false
+                    continue
+                }
+                bytes = total
+                headers.append((String(cString: name), Self.bytes(value, size, limit: .max, prefix: 0, limits).bytes))
             }
         }
+        let key = raw.key.map { Self.bytes($0, raw.key_len, limit: limits.maxKeyBytes, prefix: limits.maxKeyBytes, limits) }
+        let value = Self.bytes(raw.payload, raw.len, limit: limits.maxValueBytes, prefix: limits.valuePrefixBytes, limits)
         self.init(
             topic: String(cString: rd_kafka_topic_name(raw.rkt)),
             partition: raw.partition,
             offset: raw.offset,
-            key: raw.key.map { Self.bytes($0, raw.key_len) },
-            value: Self.bytes(raw.payload, raw.len),
+            key: key?.bytes,
+            value: value.bytes,
             headers: headers,
             timestampMs: type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp
         )
+        keyBytes = raw.key == nil ? 0 : raw.key_len
+        keySha256 = key?.sha256
+        valueBytes = raw.len
+        valueSha256 = value.sha256
+        self.headerCount = headerCount
     }
 
-    private static func bytes(_ start: UnsafeRawPointer?, _ count: Int) -> [UInt8] {
-        guard let start, count > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: start, count: count))
+    private static func length(of name: UnsafePointer<CChar>) -> Int {
+        var count = 0
+        while name[count] != 0 { count += 1 }
+        return count
+    }
+
+    private static func bytes(
+        _ start: UnsafeRawPointer?, _ count: Int, limit: Int, prefix: Int, _ limits: Limits
+    ) -> (bytes: [UInt8], sha256: [UInt8]?) {
+        guard let start, count > 0 else { return ([], nil) }
+        return limits.keep(UnsafeRawBufferPointer(start: start, count: count), limit: limit, prefix: prefix)
     }
 }

@@ -16,6 +16,11 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
     /// The same operation may succeed if tried again later (full queue, broker unreachable, timeout).
     public var isRetriable: Bool
 
+    /// Producing this very message can never succeed (too large, a record the broker calls invalid): a
+    /// publisher must stop retrying it and publish something else in its place. Checked before
+    /// `isRetriable`, which says nothing about the message.
+    public var rejectsMessage: Bool { Self.messageRejections.contains(code) }
+
     public var description: String {
         let flags = (isFatal ? ", fatal" : "") + (isRetriable ? ", retriable" : "")
         return "KafkaError(\(name) [\(code)]\(flags)): \(message)"
@@ -37,6 +42,10 @@ extension KafkaError {
         public static let unknownPartition = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION.rawValue
         /// A bad argument or configuration value.
         public static let invalidArgument = RD_KAFKA_RESP_ERR__INVALID_ARG.rawValue
+        /// The message (key, value and headers) is over the producer's `message.max.bytes` or the broker's limit.
+        public static let messageTooLarge = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE.rawValue
+        /// The broker refused a record of the batch as invalid.
+        public static let invalidRecord = RD_KAFKA_RESP_ERR_INVALID_RECORD.rawValue
         /// The producer was closed before the message could be sent: it was not delivered.
         public static let purgedQueue = RD_KAFKA_RESP_ERR__PURGE_QUEUE.rawValue
         /// The producer was closed while the message was in flight: it may or may not have been delivered.
@@ -87,6 +96,17 @@ extension KafkaError {
         RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
         RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND, RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS,
     ].reduce(into: []) { $0.insert($1.rawValue) }
+
+    /// Broker answers and local checks that refuse the message itself, whatever the broker's state.
+    private static let messageRejections: Set<Int32> = [
+        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE, RD_KAFKA_RESP_ERR_INVALID_MSG,
+        RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE, RD_KAFKA_RESP_ERR_INVALID_RECORD, RD_KAFKA_RESP_ERR__BAD_MSG,
+    ].reduce(into: []) { $0.insert($1.rawValue) }
+
+    /// The error librdkafka would report for the raw `rd_kafka_resp_err_t` `code` (a delivery report's, say).
+    public init(code: Int32) {
+        self.init(rd_kafka_resp_err_t(rawValue: code))
+    }
 
     /// The error for any call on a client after `close()`.
     static let closed = KafkaError(RD_KAFKA_RESP_ERR__STATE, message: "the client is closed")

@@ -26,4 +26,14 @@ public final class KafkaMockCluster: Sendable {
         }
         bootstrapServers = String(cBuffer: buffer)
     }
+
+    /// The next produce requests (of any client) are answered with these errors, one request each, in
+    /// order: how a test makes a broker refuse a message.
+    public func failProduceRequests(_ codes: [Int32]) {
+        guard let cluster = rd_kafka_handle_mock_cluster(client.pointer) else { return }
+        let errors = codes.map { rd_kafka_resp_err_t(rawValue: $0) }
+        rd_kafka_mock_push_request_errors_array(cluster, Self.produceApiKey, errors.count, errors)
+    }
+
+    private static let produceApiKey: Int16 = 0
 }

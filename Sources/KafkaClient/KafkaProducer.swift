@@ -47,8 +47,9 @@ public final class KafkaProducer: Sendable {
     /// throws, the message was not queued and `completion` never runs: ``KafkaError/Code/queueFull``
     /// (retriable: wait for deliveries, then try again), a fatal error, or ``KafkaError/Code/state`` after
     /// close. Key, value and headers are copied, and an empty key is sent as an empty key, not as none.
+    /// `timestampMs` sets the record's create time (librdkafka's clock when nil).
     public func produce(
-        topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])],
+        topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])], timestampMs: Int64? = nil,
         completion: @escaping @Sendable (Result<(partition: Int32, offset: Int64), KafkaError>) -> Void
     ) throws(KafkaError) {
         // Under the lock, so `close` cannot purge and destroy between the check and the enqueue, which
@@ -56,7 +57,7 @@ public final class KafkaProducer: Sendable {
         try state.withLock { open throws(KafkaError) in
             guard let client = open?.client else { throw .closed }
             try Self.enqueue(
-                client: client, topic: topic, key: key, value: value, headers: headers,
+                client: client, topic: topic, key: key, value: value, headers: headers, timestampMs: timestampMs,
                 completion: DeliveryCompletion(completion))
         }
     }
@@ -98,7 +99,7 @@ public final class KafkaProducer: Sendable {
 
     private static func enqueue(
         client: RDKafkaHandle, topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])],
-        completion: DeliveryCompletion
+        timestampMs: Int64?, completion: DeliveryCompletion
     ) throws(KafkaError) {
         let headerList = headers.isEmpty ? nil : RDKafkaHeaders(headers)
         // Released by the delivery report, or below when the message is not queued.
@@ -107,7 +108,7 @@ public final class KafkaProducer: Sendable {
             withBytes(key) { keyStart, keyCount in
                 withBytes(value) { valueStart, valueCount in
                     var fields: [rd_kafka_vu_t] = []
-                    fields.reserveCapacity(6)
+                    fields.reserveCapacity(7)
                     var field = rd_kafka_vu_t()
                     field.vtype = RD_KAFKA_VTYPE_TOPIC
                     field.u.cstr = topic
@@ -134,6 +135,12 @@ public final class KafkaProducer: Sendable {
                     field.vtype = RD_KAFKA_VTYPE_OPAQUE
                     field.u.ptr = opaque
                     fields.append(field)
+                    if let timestampMs {
+                        field = rd_kafka_vu_t()
+                        field.vtype = RD_KAFKA_VTYPE_TIMESTAMP
+                        field.u.i64 = timestampMs
+                        fields.append(field)
+                    }
                     if let headerList {
                         field = rd_kafka_vu_t()
                         field.vtype = RD_KAFKA_VTYPE_HEADERS

@@ -121,7 +121,8 @@ enum RunCommand: Subcommand {
                 verdictsTopic: configuration.verdictsTopic, deadLetterTopic: configuration.deadLetterTopic,
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
-                threads: configuration.workers, tokenSigner: configuration.tokenSigner),
+                threads: configuration.workers, tokenSigner: configuration.tokenSigner,
+                outboundBudget: configuration.outboundBudget),
             metrics: metrics, logger: logger)]
         for lane in 1..<configuration.batchLanes {
             let laneConnection = reconnecting("lane-\(lane)")
@@ -131,8 +132,9 @@ enum RunCommand: Subcommand {
         let consumerProperties = base.merging([
             "group.id": configuration.consumerGroup, "auto.offset.reset": "earliest", "enable.auto.commit": "true",
             "auto.commit.interval.ms": "1000", "client.id": "attest-worker",
-            // librdkafka's prefetch, which holds what arrives while the buffer is full (64 MB by default).
-            "queued.max.messages.kbytes": "16384",
+            // librdkafka's prefetch, which holds what arrives while the buffer is full (64 MB by default), and
+            // one fetch's worth, which librdkafka bounds by the prefetch anyway: 16 MB beside ATTEST_MAX_BUFFERED_BYTES.
+            "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
         let producerProperties = base.merging(["linger.ms": "2", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !consumerOnly.contains($0.key) }) { _, b in b }
@@ -140,7 +142,9 @@ enum RunCommand: Subcommand {
             settings: WorkerService.Settings(
                 topics: configuration.jobsTopics, consumerProperties: consumerProperties,
                 producerProperties: producerProperties, batchSize: configuration.batchSize,
-                maxBufferedMessages: configuration.maxBufferedMessages, pauseAfterSeconds: configuration.pauseAfterSeconds,
+                maxBufferedMessages: configuration.maxBufferedMessages, maxBufferedBytes: configuration.maxBufferedBytes,
+                messageLimits: .worker(maxMessageBytes: configuration.maxMessageBytes),
+                pauseAfterSeconds: configuration.pauseAfterSeconds,
                 shutdownTimeoutSeconds: configuration.shutdownTimeoutSeconds),
             processors: processors, logger: logger, metrics: metrics)
 

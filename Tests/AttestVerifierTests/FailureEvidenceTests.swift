@@ -15,7 +15,8 @@ import Testing
         .environmentNotAllowed: true, .credentialIdMismatch: true, .receiptInvalid: false, .signatureInvalid: true,
         .counterNotIncreasing: true, .unknownKey: false, .challengeMismatch: false, .challengeUnknown: false,
         .challengeExpired: false, .challengeAlreadyUsed: false, .receivedAtOutOfRange: false, .tooLarge: false,
-        .missingField: false, .invalidField: false, .unknownApp: false, .quotaExceeded: false,
+        .missingField: false, .invalidField: false, .unknownApp: false, .quotaExceeded: false, .jobIdReused: false,
+        .unstorable: false,
     ]
 
     @Test func everyReasonIsClassified() {

@@ -310,6 +310,12 @@ def test_examples_and_cases():
     expect(d, variant(DEADLETTER, valueBase64="bm90IGpzb24"), False, "unpadded value")
     expect(d, variant(DEADLETTER, keyBase64="-_8="), False, "URL-safe key")
     expect(d, variant(DEADLETTER, deadLetteredAt="2026-05-01T12:00:00"), False, "time without zone")
+    sha = "ab" * 32
+    expect(d, variant(DEADLETTER, keyTruncated=True, originalKeyBytes=440000, originalKeySha256=sha), True, "key cut")
+    expect(d, variant(DEADLETTER, keyTruncated=True, originalKeyBytes=440000), False, "key cut without its digest")
+    expect(d, variant(DEADLETTER, truncated=True, originalBytes=9, originalSha256=sha, headerCount=500), True, "value cut, headers")
+    expect(d, variant(DEADLETTER, source={"topic": "t", "partition": 0, "offset": 0, "timestampMs": 2**63 - 1}), True,
+           "a timestamp no date names")
 
 
 # ------------------------------------------------------------------------------------- the binary

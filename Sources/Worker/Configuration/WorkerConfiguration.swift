@@ -33,6 +33,8 @@ public struct WorkerConfiguration: Sendable {
     public var batchLanes: Int
     /// Messages buffered ahead of the batch loop before partitions are paused.
     public var maxBufferedMessages: Int
+    /// The same bound in bytes of the messages held (buffered and unacknowledged).
+    public var maxBufferedBytes: Int
     /// How long the buffer may stay full before partitions are paused (see `WorkerService.Settings`).
     public var pauseAfterSeconds: Double
     public var migrateAtStart: Bool
@@ -47,6 +49,9 @@ public struct WorkerConfiguration: Sendable {
     /// The verdict-token key ring from `ATTEST_TOKEN_KEYS` (the first key signs, all are published) and
     /// `ATTEST_TOKEN_ISSUER`; nil when no keys are configured, and then verdicts carry no token.
     public var tokenSigner: TokenSigner?
+    /// The producer's `message.max.bytes` (from ATTEST_KAFKA_PROPERTIES, else librdkafka's default), which
+    /// every verdict and dead letter stays within.
+    public var outboundBudget: OutboundBudget
 
     /// The key set to serve for verdict tokens (`{"keys": []}` without keys, so clients get an answer).
     public var jwksJSON: String { (tokenSigner?.jwks ?? JWKS(keys: [])).json.serialized() }
@@ -71,6 +76,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_BATCH_SIZE", "512", false),
         ("ATTEST_BATCH_LANES", "2", false),
         ("ATTEST_MAX_BUFFERED_MESSAGES", "8192", false),
+        ("ATTEST_MAX_BUFFERED_BYTES", "134217728", false),
         ("ATTEST_PAUSE_AFTER_MS", "2000", false),
         ("ATTEST_MIGRATE_AT_START", "true", false),
         ("ATTEST_ADMIT_UNKNOWN_APPS", "false", false),
@@ -140,21 +146,31 @@ public struct WorkerConfiguration: Sendable {
             maxJobAgeSeconds: Int64(reader.integer("ATTEST_MAX_JOB_AGE", min: 1)),
             maxFutureSkewSeconds: Int64(reader.integer("ATTEST_MAX_FUTURE_SKEW", min: 0)),
             maxMessageBytes: reader.integer("ATTEST_MAX_MESSAGE_BYTES", min: 1024),
-            workers: { let n = reader.integer("ATTEST_WORKERS", min: 0); return n == 0 ? ProcessInfo.processInfo.activeProcessorCount : n }(),
-            batchSize: reader.integer("ATTEST_BATCH_SIZE", min: 1),
-            batchLanes: reader.integer("ATTEST_BATCH_LANES", min: 1),
-            maxBufferedMessages: reader.integer("ATTEST_MAX_BUFFERED_MESSAGES", min: 1),
-            pauseAfterSeconds: Double(reader.integer("ATTEST_PAUSE_AFTER_MS", min: 0)) / 1000,
+            workers: { let n = reader.integer("ATTEST_WORKERS", min: 0, max: 1024); return n == 0 ? ProcessInfo.processInfo.activeProcessorCount : n }(),
+            batchSize: reader.integer("ATTEST_BATCH_SIZE", min: 1, max: 100_000),
+            batchLanes: reader.integer("ATTEST_BATCH_LANES", min: 1, max: 256),
+            maxBufferedMessages: reader.integer("ATTEST_MAX_BUFFERED_MESSAGES", min: 1, max: 10_000_000),
+            maxBufferedBytes: reader.integer("ATTEST_MAX_BUFFERED_BYTES", min: 1 << 20, max: 1 << 40),
+            pauseAfterSeconds: Double(reader.integer("ATTEST_PAUSE_AFTER_MS", min: 0, max: 86_400_000)) / 1000,
             migrateAtStart: reader.boolean("ATTEST_MIGRATE_AT_START"),
             admitUnknownApps: reader.boolean("ATTEST_ADMIT_UNKNOWN_APPS"),
             defaultEnvironments: reader.oneOf("ATTEST_DEFAULT_ENVIRONMENTS", ["production", "development", "any"]),
-            shutdownTimeoutSeconds: Double(reader.integer("ATTEST_SHUTDOWN_TIMEOUT", min: 1)),
+            shutdownTimeoutSeconds: Double(reader.integer("ATTEST_SHUTDOWN_TIMEOUT", min: 1, max: 86_400)),
             logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]),
             challengesPerMinute: reader.integer("ATTEST_CHALLENGES_PER_MINUTE", min: 1),
             challengeBurst: reader.integer("ATTEST_CHALLENGE_BURST", min: 1),
-            tokenSigner: reader.tokenSigner("ATTEST_TOKEN_KEYS", issuer: "ATTEST_TOKEN_ISSUER"))
+            tokenSigner: reader.tokenSigner("ATTEST_TOKEN_KEYS", issuer: "ATTEST_TOKEN_ISSUER"),
+            outboundBudget: reader.outboundBudget("ATTEST_KAFKA_PROPERTIES"))
         if configuration.batchSize > configuration.maxBufferedMessages {
             reader.problems.append("ATTEST_BATCH_SIZE must not exceed ATTEST_MAX_BUFFERED_MESSAGES")
+        }
+        // A job's verdict echoes its fields: with jobs up to half the producer's limit every verdict fits.
+        if configuration.maxMessageBytes > configuration.outboundBudget.producerLimit / 2 {
+            reader.problems.append(
+                "ATTEST_MAX_MESSAGE_BYTES must not exceed half the producer's message.max.bytes (\(configuration.outboundBudget.producerLimit))")
+        }
+        if configuration.maxBufferedBytes < configuration.maxMessageBytes {
+            reader.problems.append("ATTEST_MAX_BUFFERED_BYTES must not be less than ATTEST_MAX_MESSAGE_BYTES")
         }
         guard reader.problems.isEmpty else { throw Invalid(problems: reader.problems) }
         return (configuration, resolved)
@@ -191,12 +207,26 @@ public struct WorkerConfiguration: Sendable {
             return value
         }
 
-        mutating func integer(_ name: String, min: Int) -> Int {
-            guard let value = Int(values[name] ?? ""), value >= min else {
-                problems.append("\(name) must be a whole number ≥ \(min) (got \"\(values[name] ?? "")\")")
+        /// Every numeric setting has a range: values beyond it (or beyond Int) are refused here, so that no
+        /// later arithmetic on them can overflow.
+        mutating func integer(_ name: String, min: Int, max: Int = 1_000_000_000) -> Int {
+            guard let value = Int(values[name] ?? ""), value >= min, value <= max else {
+                problems.append("\(name) must be a whole number from \(min) to \(max) (got \"\(values[name] ?? "")\")")
                 return min
             }
             return value
+        }
+
+        /// The producer's `message.max.bytes` as ATTEST_KAFKA_PROPERTIES sets it (librdkafka's default otherwise),
+        /// at most the consumer's 16 MiB `fetch.max.bytes` (RunCommand), which librdkafka requires.
+        mutating func outboundBudget(_ name: String) -> OutboundBudget {
+            guard let text = (try? KafkaProperties.parse(values[name] ?? ""))?["message.max.bytes"] else { return .standard }
+            guard let limit = Int(text), limit <= 16 << 20, let budget = OutboundBudget(producerLimit: limit) else {
+                problems.append(
+                    "\(name): message.max.bytes must be a whole number from \(OutboundBudget.minimumProducerLimit) to \(16 << 20)")
+                return .standard
+            }
+            return budget
         }
 
         mutating func boolean(_ name: String) -> Bool {

@@ -19,6 +19,8 @@ public final class WorkerMetrics: Sendable {
     let receivedToVerdict: Histogram
     let verificationSeconds: Histogram
     let errors: Counter
+    let publishRetries: Counter
+    let publishRefused: Counter
     let inFlight: Gauge
     let lag: Gauge
     let issuerCache: Counter
@@ -53,6 +55,13 @@ public final class WorkerMetrics: Sendable {
                 "attest_db_retries_total",
                 help: "Transient database failures retried, by SQLSTATE class (connection: lost or refused without one).",
                 labelNames: ["class"]))
+        publishRetries = registry.counter(
+            "attest_publish_retries_total", help: "Publications tried again (full local queue, failed delivery), by error.",
+            labelNames: ["error"])
+        publishRefused = registry.counter(
+            "attest_publish_refused_total",
+            help: "Messages the broker refused for good (too large, invalid), replaced by their smallest dead letter.",
+            labelNames: ["error"])
         inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
         lag = registry.gauge("attest_consumer_lag", help: "Messages behind the high watermark, per partition.", labelNames: ["partition"])
         issuerCache = registry.counter(

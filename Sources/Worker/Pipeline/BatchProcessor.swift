@@ -29,12 +29,15 @@ public final class BatchProcessor: Sendable {
         public var threads: Int
         /// Signs a token into every accepted verdict; nil: verdicts carry none.
         public var tokenSigner: TokenSigner?
+        /// What every published message stays within (the producer's `message.max.bytes`).
+        public var outboundBudget: OutboundBudget = .standard
 
         public init(
             verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = 256 * 1024,
             admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2,
-            tokenSigner: TokenSigner? = nil
+            tokenSigner: TokenSigner? = nil, outboundBudget: OutboundBudget = .standard
         ) {
+            self.outboundBudget = outboundBudget
             self.verdictsTopic = verdictsTopic
             self.deadLetterTopic = deadLetterTopic
             self.maxMessageBytes = maxMessageBytes
@@ -54,7 +57,6 @@ public final class BatchProcessor: Sendable {
     private let apps = Mutex<(policies: [AppIdentity: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
     /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
     static let appRefreshSeconds: Int64 = 5
-    static let maxJobIdBytes = 256
     /// Rounds of re-deciding after lost counter races before the batch gives up (each round reads the
     /// stored state, so one round normally settles it).
     static let maxRounds = 8
@@ -181,48 +183,28 @@ public final class BatchProcessor: Sendable {
 
     // MARK: Classifying
 
-    /// Size and JSON first: what is not a job becomes a dead letter (no verdict); a job with a jobId but
-    /// unusable fields is decided job_invalid and stored like any other.
+    /// Size and JSON first (``RecordClassifier``): what is not a job becomes a dead letter (no verdict); a job
+    /// with a jobId but unusable fields is decided job_invalid and stored like any other.
     private func classify(_ item: inout Item, now: Timestamp) {
-        let message = item.message
-        guard message.value.count <= settings.maxMessageBytes else {
-            item.outbound = deadLetter(message, .tooLarge, "message over \(settings.maxMessageBytes) bytes", now)
-            return
-        }
-        guard let json = JSONValue.parse(message.value), case .object = json else {
-            item.outbound = deadLetter(message, .jobInvalid, "not a JSON object", now)
-            return
-        }
-        // The jobId is the verdict's primary key: it must be storable (no NUL, bounded length).
-        guard case .string(let jobId)? = json["jobId"], !jobId.isEmpty, jobId.utf8.count <= Self.maxJobIdBytes,
-            !jobId.utf8.contains(0)
-        else {
-            item.outbound = deadLetter(message, .jobInvalid, "no usable jobId (a string of 1 to \(Self.maxJobIdBytes) bytes)", now)
-            return
-        }
-        item.jobId = jobId
-        item.digest = Digest.sha256.hash(message.value)
-        switch Job.parse(json) {
-        case .success(let job):
+        switch RecordClassifier(maxMessageBytes: settings.maxMessageBytes).classify(item.message) {
+        case .deadLetter(let letter):
+            item.outbound = deadLetter(item.message, letter, now)
+        case .invalidJob(let jobId, let app, let failure):
+            item.jobId = jobId
+            item.scope = app
+            item.digest = Digest.sha256.hash(item.message.value)
+            item.invalid = failure
+        case .job(let job):
+            item.jobId = job.jobId
+            item.digest = Digest.sha256.hash(item.message.value)
             item.job = job
             item.scope = job.app
             if let bytes = Base64.decode(job.keyId), bytes.count == 32 { item.keyBytes = bytes }
-        case .failure(let invalid):
-            item.invalid = invalid.failure
-            if case .string(let team)? = json["teamId"], case .string(let bundle)? = json["bundleId"],
-                let app = AppIdentity(validating: team, bundle)
-            {
-                item.scope = app
-            }
         }
     }
 
     func deadLetter(_ message: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ now: Timestamp? = nil) -> Outbound {
-        let now = now ?? verifier.clock.now()
-        metrics?.deadLetters.labels([reason.rawValue]).increment()
-        return Outbound(
-            source: message.topicPartition, sourceOffset: message.offset, topic: settings.deadLetterTopic, key: message.key,
-            value: Array(DeadLetter(reason: reason, message: text).json(for: message, at: now).utf8), headers: [])
+        deadLetter(message, DeadLetter(reason: reason, message: text), now ?? verifier.clock.now())
     }
 
     /// The answer to a message whose job PostgreSQL refuses to store, deterministically (a value it
@@ -243,12 +225,42 @@ public final class BatchProcessor: Sendable {
         return dead
     }
 
-    /// A verdict message: keyed by keyId, with the jobId in a header.
+    /// The dead letter of `message`, keyed by its bounded key and within the outbound budget.
+    private func deadLetter(_ message: KafkaMessage, _ letter: DeadLetter, _ now: Timestamp) -> Outbound {
+        metrics?.deadLetters.labels([letter.reason.rawValue]).increment()
+        let key = OutboundBudget.key(message.key, sha256: message.keySha256)
+        let room = settings.outboundBudget.bytes - (key?.count ?? 0)
+        return Outbound(
+            source: message.topicPartition, sourceOffset: message.offset, topic: settings.deadLetterTopic, key: key,
+            value: letter.json(for: message, at: now, maxBytes: room), headers: [], original: message,
+            kind: .deadLetter(letter.reason))
+    }
+
+    /// What replaces `out` when the broker refused it for good (`error`): the smallest dead letter of its
+    /// original (nothing inlined), so that the original's offset still finishes.
+    func smallestDeadLetter(replacing out: Outbound, error: String) -> Outbound {
+        let reason: DeadLetter.Reason
+        if case .deadLetter(let original) = out.kind { reason = original } else { reason = .jobInvalid }
+        let letter = DeadLetter(reason: reason, message: "its \(out.kind.name) was refused by the broker (\(error))")
+        metrics?.deadLetters.labels([reason.rawValue]).increment()
+        let key = OutboundBudget.key(out.original.key, sha256: out.original.keySha256)
+        var replacement = Outbound(
+            source: out.source, sourceOffset: out.sourceOffset, topic: settings.deadLetterTopic, key: key,
+            value: letter.smallestJSON(for: out.original, at: verifier.clock.now()), headers: [],
+            original: out.original, kind: .smallestDeadLetter)
+        replacement.then = out.then  // an unstorable job's verdict still follows its dead letter
+        return replacement
+    }
+
+    /// A verdict message: keyed by keyId (or the message's key when the job's fields could not be read),
+    /// bounded, with the jobId in a header.
     private func verdict(_ item: Item, json: String) -> Outbound {
-        Outbound(
+        let key = item.job.map { OutboundBudget.key(Array($0.keyId.utf8)) }
+            ?? OutboundBudget.key(item.message.key, sha256: item.message.keySha256)
+        return Outbound(
             source: item.message.topicPartition, sourceOffset: item.message.offset, topic: settings.verdictsTopic,
-            key: item.job.map { Array($0.keyId.utf8) } ?? item.message.key, value: Array(json.utf8),
-            headers: [("jobId", Array(item.jobId!.utf8))])
+            key: key, value: Array(json.utf8), headers: [("jobId", Array(item.jobId!.utf8))], original: item.message,
+            kind: .verdict)
     }
 
     // MARK: Apps

@@ -30,7 +30,9 @@ public struct OffsetTracker: Sendable {
         guard var p = partitions.removeValue(forKey: partition) else { return }
         p.finished.insert(offset)
         while p.pendingStart < p.pending.count, p.finished.remove(p.pending[p.pendingStart]) != nil {
-            p.committable = p.pending[p.pendingStart] + 1
+            // Saturating: an offset is the broker's word, and Int64.max must not trap the worker.
+            let (next, overflow) = p.pending[p.pendingStart].addingReportingOverflow(1)
+            p.committable = overflow ? .max : next
             p.pendingStart += 1
         }
         if p.pendingStart > 1024 && p.pendingStart * 2 > p.pending.count {

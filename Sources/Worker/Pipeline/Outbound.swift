@@ -1,3 +1,4 @@
+import AttestJobs
 import KafkaClient
 
 /// A message the worker publishes for one consumed message: its verdict or its dead letter. The consumed
@@ -12,4 +13,22 @@ public struct Outbound: Sendable {
     /// Published in order once this one is acknowledged; the last of them finishes the source offset. An
     /// unstorable job's dead letter goes first, then its verdict, so the verdict never comes without it.
     public var then: [Outbound] = []
+    /// The consumed message, kept until the broker acknowledges this one: what a replacement dead letter is
+    /// built from, and what the intake buffer's byte bound counts.
+    public var original: KafkaMessage
+    public var kind: Kind
+
+    public enum Kind: Sendable {
+        case verdict
+        case deadLetter(DeadLetter.Reason)
+        /// The replacement of a message the broker refused for good: nothing smaller can stand in for it.
+        case smallestDeadLetter
+
+        var name: String {
+            switch self {
+            case .verdict: "verdict"
+            case .deadLetter, .smallestDeadLetter: "dead letter"
+            }
+        }
+    }
 }

@@ -23,6 +23,10 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         public var producerProperties: [String: String]
         public var batchSize: Int
         public var maxBufferedMessages: Int
+        /// The same bound in bytes (`KafkaMessage.retainedBytes`), and what is copied of each record (so one
+        /// record adds at most `messageLimits.maxRetainedBytes`).
+        public var maxBufferedBytes: Int
+        public var messageLimits: KafkaMessage.Limits
         /// How long the buffer may stay full before partitions are paused. Until then the poll thread only
         /// waits for the lanes, and librdkafka's bounded prefetch holds what follows: pausing discards that
         /// prefetch, which is fetched again on resume, so it is kept for lanes that have stopped.
@@ -33,8 +37,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
         public init(
             topics: [String], consumerProperties: [String: String], producerProperties: [String: String], batchSize: Int,
-            maxBufferedMessages: Int, pauseAfterSeconds: Double = 2, shutdownTimeoutSeconds: Double
+            maxBufferedMessages: Int, maxBufferedBytes: Int = 128 << 20, messageLimits: KafkaMessage.Limits = .unlimited,
+            pauseAfterSeconds: Double = 2, shutdownTimeoutSeconds: Double
         ) {
+            self.maxBufferedBytes = maxBufferedBytes
+            self.messageLimits = messageLimits
             self.topics = topics
             self.consumerProperties = consumerProperties
             self.producerProperties = producerProperties
@@ -70,6 +77,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private var pollStopped = false
     private var lanesRunning = 0
     private var unacknowledged = 0
+    /// `retainedBytes` of the buffered messages and of the unacknowledged ones.
+    private var bufferedBytes = 0
+    private var unacknowledgedBytes = 0
 
     /// - Parameter processors: one per lane, each with its own store connection.
     public init(settings: Settings, processors: [BatchProcessor], logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
@@ -91,7 +101,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// jobs, wait for acknowledgements, store and commit offsets, leave the group, flush the producer.
     public func run() throws(KafkaError) {
         let (metrics, logger) = (self.metrics, self.logger)
-        consumer = try KafkaConsumer(properties: settings.consumerProperties, topics: settings.topics, delegate: self) { error in
+        consumer = try KafkaConsumer(
+            properties: settings.consumerProperties, topics: settings.topics, delegate: self, limits: settings.messageLimits
+        ) { error in
             metrics.readiness.markNotReady("broker", reason: "consumer: \(error.name)")
             logger.warning("consumer error", [("error", .string(error.description))])
         }
@@ -179,6 +191,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             for message in messages where !revoking.contains(message.topicPartition) {
                 tracker.received(message.topicPartition, offset: message.offset)
                 buffers[lane(of: message.topicPartition)].append(message)
+                bufferedBytes += message.retainedBytes
             }
             condition.broadcast()
             condition.unlock()
@@ -200,9 +213,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         var waited = false
         while true {
             condition.lock()
-            let full = !stopping && !paused && count >= settings.maxBufferedMessages
+            let full = !stopping && !paused && bounds.isFull(messages: count, bytes: bytes)
             if !full {
-                let room = paused ? 0 : settings.maxBufferedMessages - count
+                let room = paused ? 0 : bounds.room(messages: count, bytes: bytes)
                 condition.unlock()
                 return room
             }
@@ -215,7 +228,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             guard roomFreed.wait(timeout: deadline) == .timedOut else { continue }
             condition.lock()
             roomWanted = false
-            paused = count >= settings.maxBufferedMessages
+            paused = bounds.isFull(messages: count, bytes: bytes)
             let pauseNow = paused ? Array(assigned) : []
             condition.unlock()
             if !pauseNow.isEmpty {
@@ -227,6 +240,13 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// Buffered plus unacknowledged jobs: what the buffer limit bounds. Under the lock.
     private var count: Int { buffered + unacknowledged }
+    /// The same in bytes.
+    private var bytes: Int { bufferedBytes + unacknowledgedBytes }
+    private var bounds: IntakeBounds {
+        IntakeBounds(
+            maxMessages: settings.maxBufferedMessages, maxBytes: settings.maxBufferedBytes,
+            maxRecordBytes: settings.messageLimits.maxRetainedBytes, batchSize: settings.batchSize)
+    }
 
     /// The lane serving a partition: fixed while the process runs, so a partition's jobs stay in order.
     private func lane(of partition: TopicPartition) -> Int { Int(partition.partition.magnitude) % processors.count }
@@ -256,7 +276,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// may be what keeps the count high after the buffers have emptied, and then only an acknowledgement
     /// can bring it down.
     private func partitionsToResume() -> [TopicPartition] {
-        guard paused && count <= settings.maxBufferedMessages / 2 else { return [] }
+        guard paused && bounds.resumes(messages: count, bytes: bytes) else { return [] }
         paused = false
         return Array(assigned)
     }
@@ -281,6 +301,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         }
         for message in batch { inBatch[message.topicPartition, default: 0] += 1 }
         unacknowledged += batch.count
+        let batchBytes = batch.reduce(0) { $0 + $1.retainedBytes }
+        bufferedBytes -= batchBytes
+        unacknowledgedBytes += batchBytes
         resume = partitionsToResume()
         return batch
     }
@@ -338,11 +361,18 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         condition.lock()
         for message in batch { inBatch[message.topicPartition, default: 1] -= 1 }
         unacknowledged -= batch.count
+        unacknowledgedBytes -= batch.reduce(0) { $0 + $1.retainedBytes }
         condition.broadcast()
         condition.unlock()
     }
 
-    private func publish(_ out: Outbound) {
+    /// Publishes `out` until the broker acknowledges it. Every retry is counted and logged, with a capped
+    /// backoff: a full local queue (deliveries are being served), or a delivery that failed transiently. A
+    /// message the broker refuses for good (too large, invalid) is replaced by the smallest dead letter of
+    /// its original, so its offset still finishes; the producer closing ends the attempts (the offset is not
+    /// finished, so the message is redelivered).
+    private func publish(_ out: Outbound, attempt: Int = 0) {
+        var queueFull = 0
         while true {
             do {
                 try producer.produce(topic: out.topic, key: out.key, value: out.value, headers: out.headers) { [self] result in
@@ -354,23 +384,69 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                         // Not from the delivery callback: a full queue would wait for this very thread.
                         DispatchQueue.global().async { [self] in publish(next) }
                     case .success: finished(out)
-                    case .failure(let error):
-                        metrics.errors.labels(["producer"]).increment()
-                        logger.warning("delivery failed; producing again", [("error", .string(error.description))])
-                        DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { [self] in publish(out) }
+                    case .failure(let error): deliveryFailed(out, error, attempt: attempt + 1)
                     }
                 }
                 return
             } catch {
-                // The local queue is full: deliveries are being served on the producer's thread.
-                if error.isFatal {
-                    logger.error("producer failed fatally", [("error", .string(error.description))])
-                    stop()
+                if error.rejectsMessage { return refused(out, error) }
+                if error.isFatal || error.code == KafkaError.Code.state {
+                    if error.isFatal {
+                        logger.error("producer failed fatally", [("error", .string(error.description))])
+                        stop()
+                    }
                     return
                 }
-                Thread.sleep(forTimeInterval: 0.005)
+                queueFull += 1
+                metrics.publishRetries.labels([error.name]).increment()
+                if queueFull == 1 || queueFull % 100 == 0 {
+                    logger.warning("cannot queue a message; retrying", [
+                        ("error", .string(error.description)), ("attempt", .int(Int64(queueFull))), ("topic", .string(out.topic)),
+                    ])
+                }
+                Thread.sleep(forTimeInterval: Self.backoff(queueFull, first: 0.005, cap: 0.5))
             }
         }
+    }
+
+    /// A delivery report's failure (on the producer's thread, which must not wait): refused for good, given
+    /// up because the producer is closing, or produced again after a capped backoff.
+    private func deliveryFailed(_ out: Outbound, _ error: KafkaError, attempt: Int) {
+        metrics.errors.labels(["producer"]).increment()
+        if error.rejectsMessage { return refused(out, error) }
+        if error.code == KafkaError.Code.purgedQueue || error.code == KafkaError.Code.purgedInFlight { return }
+        metrics.publishRetries.labels([error.name]).increment()
+        let delay = Self.backoff(attempt, first: 0.1, cap: 5)
+        logger.warning("delivery failed; producing again", [
+            ("error", .string(error.description)), ("attempt", .int(Int64(attempt))), ("delayMs", .int(Int64(delay * 1000))),
+            ("topic", .string(out.topic)),
+        ])
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in publish(out, attempt: attempt) }
+    }
+
+    /// The broker (or librdkafka's own size check) refused `out` for good: publish the smallest dead letter
+    /// of its original instead, once; if even that is refused, the offset finishes without one (logged).
+    private func refused(_ out: Outbound, _ error: KafkaError) {
+        metrics.publishRefused.labels([error.name]).increment()
+        let fields: [(String, JSONValue)] = [
+            ("error", .string(error.description)), ("topic", .string(out.topic)), ("bytes", .int(Int64(out.value.count))),
+            ("sourceTopic", .string(out.source.topic)), ("sourcePartition", .int(Int64(out.source.partition))),
+            ("sourceOffset", .int(out.sourceOffset)),
+        ]
+        if case .smallestDeadLetter = out.kind {
+            logger.error("the broker refused the smallest dead letter; the message is skipped", fields)
+            finished(out)
+            return
+        }
+        logger.error("the broker refused the message; publishing the smallest dead letter instead", fields)
+        // Not on the delivery thread, which must keep serving reports for the local queue to drain.
+        let replacement = processors[0].smallestDeadLetter(replacing: out, error: error.name)
+        DispatchQueue.global().async { [self] in publish(replacement) }
+    }
+
+    /// `first` doubled for each attempt after the first, up to `cap` seconds.
+    static func backoff(_ attempt: Int, first: Double, cap: Double) -> Double {
+        min(cap, first * Double(1 << min(max(attempt - 1, 0), 20)))
     }
 
     /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
@@ -379,10 +455,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         tracker.finished(out.source, offset: out.sourceOffset)
         inBatch[out.source, default: 1] -= 1
         unacknowledged -= 1
+        unacknowledgedBytes -= out.original.retainedBytes
         let offsets = tracker.takeCommittable()
         let resume = partitionsToResume()
         // The poll thread is woken once there is room for a batch, not for every acknowledgement.
-        let freed = roomWanted && count <= max(0, settings.maxBufferedMessages - settings.batchSize)
+        let freed = roomWanted && bounds.wakes(messages: count, bytes: bytes)
         if freed { roomWanted = false }
         condition.broadcast()
         condition.unlock()
@@ -424,6 +501,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             buffers[lane] = buffers[lane][bufferStarts[lane]...].filter { !set.contains($0.topicPartition) }
             bufferStarts[lane] = 0
         }
+        bufferedBytes = buffers.reduce(0) { $0 + $1.reduce(0) { $0 + $1.retainedBytes } }
         while partitions.contains(where: { (inBatch[$0] ?? 0) > 0 }), Date() < deadline {
             _ = condition.wait(until: deadline)
         }
