@@ -168,17 +168,10 @@ public struct WorkerConfiguration: Sendable {
         }
     }
 
-    /// Passwords in a libpq URL or key=value string and every librdkafka property value that looks secret.
+    /// Passwords in a libpq URI or key=value string (``ConninfoRedaction``), and every librdkafka property
+    /// value whose key names a secret (``KafkaProperties/namesSecret(_:)``).
     static func redact(_ name: String, _ value: String) -> String {
-        if name == "ATTEST_DATABASE_URL" {
-            var text = value.replacingOccurrences(
-                of: #"(://[^:/@]*:)[^@]*@"#, with: "$1***@", options: .regularExpression)
-            text = text.replacingOccurrences(of: #"password\s*=\s*\S+"#, with: "password=***", options: .regularExpression)
-            return text
-        }
-        return value.replacingOccurrences(
-            of: #"((?:password|secret|sasl\.jaas\.config|ssl\.key\.pem|token)[^=,\n]*=)[^,\n]*"#, with: "$1***",
-            options: [.regularExpression, .caseInsensitive])
+        name == "ATTEST_DATABASE_URL" ? ConninfoRedaction.redacted(value) : KafkaProperties.redacted(value)
     }
 
     private struct Reader {
