@@ -1,3 +1,4 @@
+import AttestCore
 internal import COpenSSL
 
 /// Conversions between the DER ECDSA-Sig-Value OpenSSL signs and verifies and the fixed-width r ‖ s that
@@ -51,5 +52,30 @@ public enum ECDSASignatureEncoding {
             return i2d_ECDSA_SIG(sig, &cursor)
         }
         return written == length ? out : nil
+    }
+
+    /// P-256's group order n, big-endian.
+    static let p256Order = Hex.decode("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")!
+    /// ⌊n / 2⌋: the largest low-S value.
+    static let p256HalfOrder = Hex.decode("7fffffff800000007fffffffffffffffde737d56d38bcf4279dce5617e3192a8")!
+
+    /// Whether the P-256 signature r ‖ s (64 bytes) has s ≤ n/2. (r, s) and (r, n − s) both verify, so
+    /// accepting only the low one leaves a signed token exactly one valid string.
+    public static func isLowS(p256Raw raw: [UInt8]) -> Bool {
+        // Both sides are 32 big-endian bytes, so byte order is numeric order.
+        raw.count == 64 && !p256HalfOrder.lexicographicallyPrecedes(raw[32...])
+    }
+
+    /// r ‖ s with s replaced by n − s when it is high; the same signature otherwise.
+    public static func lowS(p256Raw raw: [UInt8]) -> [UInt8] {
+        guard raw.count == 64, !isLowS(p256Raw: raw) else { return raw }
+        var out = raw
+        var borrow = 0
+        for i in (0..<32).reversed() {
+            let difference = Int(p256Order[i]) - Int(raw[32 + i]) - borrow
+            out[32 + i] = UInt8(truncatingIfNeeded: difference)
+            borrow = difference < 0 ? 1 : 0
+        }
+        return out
     }
 }

@@ -69,7 +69,8 @@ public final class ECPrivateKey: @unchecked Sendable {
     public var publicKey: ECPublicKey { ECPublicKey(p256Point: publicPoint)! }
 
     /// An ES256 signature of `message` (SHA-256, then ECDSA): r ‖ s as two 32-byte big-endian integers,
-    /// the JOSE form (RFC 7518 §3.4). Nil only when OpenSSL refuses to sign, which points at a broken
+    /// the JOSE form (RFC 7518 §3.4), with s low (≤ n/2; OpenSSL returns either half) so that a token has
+    /// one valid signature string. Nil only when OpenSSL refuses to sign, which points at a broken
     /// environment.
     public func signES256(_ message: some Collection<UInt8>) -> [UInt8]? {
         let digest = Digest.sha256.hash(message)
@@ -82,5 +83,6 @@ public final class ECPrivateKey: @unchecked Sendable {
             return nil
         }
         return ECDSASignatureEncoding.raw(fromDER: Array(signature.prefix(length)), coordinateSize: 32)
+            .map { ECDSASignatureEncoding.lowS(p256Raw: $0) }
     }
 }

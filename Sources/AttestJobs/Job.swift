@@ -111,6 +111,8 @@ public struct Job: Sendable {
         let receivedAtText = fields.string("receivedAt")
         let object = fields.string(kind == .attestation ? "attestationObject" : "assertion")
         let challenge = fields.optionalString("challenge")
+        // Before anything else reads it (the worker's challenge claim, the binding search).
+        if let failure = VerifierLimits().challengeFailure(challenge) { return fail(failure) }
         let payload: Payload
         if kind == .attestation {
             payload = .attestation(

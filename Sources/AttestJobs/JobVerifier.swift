@@ -10,14 +10,21 @@ public struct JobVerifier: Sendable {
     public let clock: any Clock
     public let timeBounds: TimeBounds
 
-    /// How far a job's receivedAt may lie from now (SPEC 7 defaults: 24 hours back, 60 seconds ahead).
+    /// How far a job's receivedAt may lie from now (SPEC 7 defaults: 24 hours back, 60 seconds ahead) and,
+    /// when set, from the message's broker timestamp.
     public struct TimeBounds: Sendable {
         public var maxAgeSeconds: Int64 = 86_400
         public var maxFutureSkewSeconds: Int64 = 60
+        /// How long before the message's broker timestamp its receivedAt may be (ATTEST_MAX_RECEIVED_BEFORE_BROKER);
+        /// nil: no check against the broker timestamp. On a topic with `message.timestamp.type=LogAppendTime`
+        /// the broker stamps the append, so a producer cannot backdate receivedAt by more than this (to
+        /// revive an expired certificate or challenge); time spent queued in Kafka never counts against it.
+        public var maxReceivedBeforeBrokerSeconds: Int64?
 
-        public init(maxAgeSeconds: Int64 = 86_400, maxFutureSkewSeconds: Int64 = 60) {
+        public init(maxAgeSeconds: Int64 = 86_400, maxFutureSkewSeconds: Int64 = 60, maxReceivedBeforeBrokerSeconds: Int64? = nil) {
             self.maxAgeSeconds = maxAgeSeconds
             self.maxFutureSkewSeconds = maxFutureSkewSeconds
+            self.maxReceivedBeforeBrokerSeconds = maxReceivedBeforeBrokerSeconds
         }
     }
 
@@ -36,20 +43,39 @@ public struct JobVerifier: Sendable {
         return verdict
     }
 
-    /// Checks the receivedAt bounds; nil when the job may be verified.
-    public func checkReceivedAt(_ job: Job, now: Timestamp) -> VerificationFailure? {
-        if job.receivedAt > now.adding(seconds: timeBounds.maxFutureSkewSeconds) {
+    /// Checks the receivedAt bounds against `now` and, when the bound is configured and the message has one,
+    /// the broker timestamp (milliseconds since 1970, as Kafka carries it); nil when the job may be verified.
+    ///
+    /// In 128-bit microseconds, so no configured bound or broker timestamp (9.3e15 ms included) overflows.
+    /// A negative broker timestamp is Kafka's "none" (-1) or garbage: the broker check is skipped, as for
+    /// a missing one.
+    public func checkReceivedAt(_ job: Job, now: Timestamp, brokerTimestampMs: Int64? = nil) -> VerificationFailure? {
+        let received = Int128(job.receivedAt.microseconds)
+        let skew = Int128(timeBounds.maxFutureSkewSeconds) * 1_000_000
+        if received > Int128(now.microseconds) + skew {
             return VerificationFailure(.jobInvalid, .receivedAtOutOfRange, "receivedAt is in the future")
         }
-        if job.receivedAt < now.adding(seconds: -timeBounds.maxAgeSeconds) {
+        if received < Int128(now.microseconds) - Int128(timeBounds.maxAgeSeconds) * 1_000_000 {
             return VerificationFailure(.jobInvalid, .receivedAtOutOfRange, "receivedAt is older than the maximum job age")
+        }
+        guard let allowance = timeBounds.maxReceivedBeforeBrokerSeconds, let ms = brokerTimestampMs, ms >= 0 else { return nil }
+        let broker = Int128(ms) * 1000
+        if received < broker - Int128(allowance) * 1_000_000 {
+            return VerificationFailure(
+                .jobInvalid, .receivedAtBrokerMismatch, "receivedAt is more than \(allowance) s before the broker's timestamp")
+        }
+        if received > broker + skew {
+            return VerificationFailure(.jobInvalid, .receivedAtBrokerMismatch, "receivedAt is after the broker's timestamp")
         }
         return nil
     }
 
-    /// Decides an attestation job under the app's environment policy.
-    public func decide(_ request: AttestationRequest, of job: Job, policy: EnvironmentPolicy) -> (Verdict, VerifiedAttestation?) {
-        decide(job, verify: { attestations.verify(request, policy: policy, at: job.receivedAt) }) { verdict, verified in
+    /// Decides an attestation job under the app's environment policy; `now` defaults to the clock's reading
+    /// (the worker passes its batch's, the one its other checks used).
+    public func decide(
+        _ request: AttestationRequest, of job: Job, policy: EnvironmentPolicy, now: Timestamp? = nil
+    ) -> (Verdict, VerifiedAttestation?) {
+        decide(job, now: now, verify: { attestations.verify(request, policy: policy, at: job.receivedAt) }) { verdict, verified in
             verdict.environment = verified.environment
             verdict.counter = verified.counter
             verdict.publicKey = verified.publicKey
@@ -59,8 +85,10 @@ public struct JobVerifier: Sendable {
     }
 
     /// Decides an assertion job against the stored device state (nil: no key attested for this keyId).
-    public func decide(_ request: AssertionRequest, of job: Job, device: StoredDevice?) -> (Verdict, VerifiedAssertion?) {
-        decide(job, verify: { assertions.verify(request, device: device) }) { verdict, verified in
+    public func decide(
+        _ request: AssertionRequest, of job: Job, device: StoredDevice?, now: Timestamp? = nil
+    ) -> (Verdict, VerifiedAssertion?) {
+        decide(job, now: now, verify: { assertions.verify(request, device: device) }) { verdict, verified in
             verdict.counter = verified.counter
             verdict.extensions = verified.extensions
         }
@@ -68,9 +96,10 @@ public struct JobVerifier: Sendable {
 
     /// The receivedAt bounds, then the core's decision at receivedAt, recorded into the verdict.
     private func decide<Verified>(
-        _ job: Job, verify: () -> Result<Verified, VerificationFailure>, record: (inout Verdict, Verified) -> Void
+        _ job: Job, now: Timestamp?, verify: () -> Result<Verified, VerificationFailure>,
+        record: (inout Verdict, Verified) -> Void
     ) -> (Verdict, Verified?) {
-        let now = clock.now()
+        let now = now ?? clock.now()
         var verdict = Verdict(job: job, verifiedAt: now)
         if let failure = checkReceivedAt(job, now: now) {
             verdict.failure = failure

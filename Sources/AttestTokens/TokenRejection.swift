@@ -7,10 +7,13 @@ public enum TokenRejection: String, Error, Sendable, CustomStringConvertible {
     case algNotAllowed = "alg_not_allowed"
     /// `kid` names no key of the set.
     case unknownKid = "unknown_kid"
+    /// The signature does not verify, or its s is high (n − s of the one the issuer made).
     case signatureInvalid = "signature_invalid"
     case expired
     case notYetValid = "not_yet_valid"
     case audienceMismatch = "audience_mismatch"
+    /// `iss` is not the issuer the verifier was asked to require.
+    case issuerMismatch = "issuer_mismatch"
 
     public var description: String { rawValue }
 }

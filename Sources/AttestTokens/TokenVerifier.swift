@@ -21,8 +21,12 @@ public struct TokenVerifier: Sendable {
         self.leewaySeconds = leewaySeconds
     }
 
-    /// The claims of `token` when it is valid; `audience` (an App ID, teamId.bundleId) is checked when given.
-    public func verify(_ token: String, audience: String? = nil, checkExpiry: Bool = true) throws(TokenRejection) -> JSONValue {
+    /// The claims of `token` when it is valid; `audience` (an App ID, teamId.bundleId) and `issuer` are
+    /// checked when given. A high-S signature is refused: the worker signs low-S only, and accepting both
+    /// halves would give every token a second valid string.
+    public func verify(
+        _ token: String, audience: String? = nil, issuer: String? = nil, checkExpiry: Bool = true
+    ) throws(TokenRejection) -> JSONValue {
         guard token.utf8.count <= Self.maxTokenBytes else { throw .malformed }
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64.decodeURL(Substring(parts[0])),
@@ -36,7 +40,8 @@ public struct TokenVerifier: Sendable {
         guard header["crit"] == nil, let kid = header["kid"]?.stringValue else { throw .malformed }
         guard let key = jwks.key(id: kid) else { throw .unknownKid }
         let signingInput = token.utf8.prefix(parts[0].count + 1 + parts[1].count)
-        guard signature.count == 64, let der = ECDSASignatureEncoding.der(fromRaw: signature),
+        guard signature.count == 64, ECDSASignatureEncoding.isLowS(p256Raw: signature),
+              let der = ECDSASignatureEncoding.der(fromRaw: signature),
               key.publicKey.verify(signature: der, message: signingInput, digest: .sha256)
         else { throw .signatureInvalid }
 
@@ -52,6 +57,7 @@ public struct TokenVerifier: Sendable {
             default: throw .audienceMismatch
             }
         }
+        if let issuer, claims["iss"] != .string(issuer) { throw .issuerMismatch }
         return claims
     }
 

@@ -56,8 +56,11 @@ public enum FailureReason: String, Sendable, CaseIterable {
     case challengeMismatch = "challenge_mismatch"
     case challengeUnknown = "challenge_unknown"
     case challengeExpired = "challenge_expired"
+    case challengeNotYetIssued = "challenge_not_yet_issued"
     case challengeAlreadyUsed = "challenge_already_used"
     case receivedAtOutOfRange = "received_at_out_of_range"
+    /// receivedAt is outside what the message's broker timestamp allows (ATTEST_MAX_RECEIVED_BEFORE_BROKER).
+    case receivedAtBrokerMismatch = "received_at_broker_mismatch"
     case tooLarge = "too_large"
     case missingField = "missing_field"
     case invalidField = "invalid_field"

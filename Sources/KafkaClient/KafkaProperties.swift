@@ -25,6 +25,36 @@ public enum KafkaProperties {
         return properties
     }
 
+    /// Whether a property's value is a secret, by what its key names: passwords, client secrets, JAAS and
+    /// OAUTHBEARER configurations, private keys inline (`ssl.key.pem`, `ssl_key`…), key stores, tokens.
+    /// Deliberately broad: a path hidden from a log costs nothing, a leaked secret costs a rotation.
+    public static func namesSecret(_ key: some StringProtocol) -> Bool {
+        let key = key.lowercased()
+        return ["password", "secret", "jaas", "oauthbearer.config", "ssl.key", "ssl_key", "keystore", "token", "credential", "private"]
+            .contains { key.contains($0) }
+    }
+
+    /// `text` with the value of every secret property (``namesSecret(_:)``) replaced by `***`, separators
+    /// and everything else kept. An entry without `=` may be the rest of a value that contained a comma
+    /// (not valid here, but it may still be typed), so it is replaced whole.
+    public static func redacted(_ text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            let end = rest.firstIndex { $0 == "," || $0 == "\n" } ?? rest.endIndex
+            let entry = rest[..<end]
+            if let equals = entry.firstIndex(of: "=") {
+                out += namesSecret(entry[..<equals]) ? entry[...equals] + "***" : entry
+            } else {
+                out += trimmed(entry).isEmpty ? entry : "***"
+            }
+            if end == rest.endIndex { break }
+            out.append(rest[end])
+            rest = rest[rest.index(after: end)...]
+        }
+        return out
+    }
+
     private static func trimmed(_ text: Substring) -> Substring {
         guard let first = text.firstIndex(where: { !$0.isWhitespace }),
               let last = text.lastIndex(where: { !$0.isWhitespace }) else { return "" }

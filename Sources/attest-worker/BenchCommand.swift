@@ -15,10 +15,16 @@ enum BenchCommand: Subcommand {
         the median rate of each:
           raw P-384 and P-256 ECDSA verify (OpenSSL, precomputed digest, parsed key);
           attestation with a cold intermediate cache, warm with receipt verification, warm without;
-          assertion with the stored key parsed once.
+          assertion with the stored key parsed once;
+          whole jobs (message bytes parsed and decided), in µs per job: the typical attestation and
+          assertion next to the worst at the size limits (the JSON padded to ATTEST_MAX_MESSAGE_BYTES with
+          escapes, a 64 KB attestation object, 190 KB of clientData searched for a 512-byte challenge),
+          with the ratio worst / typical, which a step turning super-linear in a job's size makes grow.
         Inputs are Apple's guide sample (real Apple chain and receipt) and a synthetic assertion.
         --json prints one object: {"rawP256VerifyPerSec", "rawP384VerifyPerSec",
-        "attestationPerSec": {"coldCache", "warmCache", "warmCacheNoReceipt"}, "assertionPerSec"}.
+        "attestationPerSec": {"coldCache", "warmCache", "warmCacheNoReceipt"}, "assertionPerSec",
+        "jobMicroseconds": {"attestation": {"typical", "paddedAtLimit", "largestObjectAtLimit", "paddedRatio",
+        "largestObjectRatio"}, "assertion": {"typical", "largestAtLimit", "largestRatio"}}}.
 
         attest-worker bench pipeline --help: the worker end to end on the broker and PostgreSQL.
         """

@@ -15,15 +15,36 @@ struct CoreBenchmark {
         var warm: Double
         var warmNoReceipt: Double
         var assertion: Double
+        /// Whole jobs (message bytes parsed and decided, warm cache) per second: the typical one of each
+        /// kind and the worst at the size limits (``WorstCaseJobs``).
+        var attestationJob: Double
+        var paddedAttestationJob: Double
+        var largestObjectAttestationJob: Double
+        var assertionJob: Double
+        var largestAssertionJob: Double
 
         var json: JSONValue {
-            .object([
+            func micros(_ rate: Double) -> JSONValue { .double((1e7 / rate).rounded() / 10) }
+            func ratio(_ worst: Double, _ typical: Double) -> JSONValue { .double((typical / worst * 100).rounded() / 100) }
+            return .object([
                 ("rawP256VerifyPerSec", .int(Int64(rawP256))), ("rawP384VerifyPerSec", .int(Int64(rawP384))),
                 ("attestationPerSec", .object([
                     ("coldCache", .int(Int64(cold))), ("warmCache", .int(Int64(warm))),
                     ("warmCacheNoReceipt", .int(Int64(warmNoReceipt))),
                 ])),
                 ("assertionPerSec", .int(Int64(assertion))),
+                ("jobMicroseconds", .object([
+                    ("attestation", .object([
+                        ("typical", micros(attestationJob)), ("paddedAtLimit", micros(paddedAttestationJob)),
+                        ("largestObjectAtLimit", micros(largestObjectAttestationJob)),
+                        ("paddedRatio", ratio(paddedAttestationJob, attestationJob)),
+                        ("largestObjectRatio", ratio(largestObjectAttestationJob, attestationJob)),
+                    ])),
+                    ("assertion", .object([
+                        ("typical", micros(assertionJob)), ("largestAtLimit", micros(largestAssertionJob)),
+                        ("largestRatio", ratio(largestAssertionJob, assertionJob)),
+                    ])),
+                ])),
             ])
         }
 
@@ -39,7 +60,20 @@ struct CoreBenchmark {
                 row("attestation, warm cache, with receipt", warm, rawP384, "P-384"),
                 row("attestation, warm cache, without receipt", warmNoReceipt, rawP384, "P-384"),
                 row("assertion, stored key parsed once", assertion, rawP256, "P-256"),
+                "",
+                "whole jobs (JSON parsed and decided), worst at the size limits next to the typical one:",
+                job("attestation job, typical", attestationJob),
+                job("attestation job, JSON at the limit", paddedAttestationJob, attestationJob),
+                job("attestation job, 64 KB object, 512 B challenge", largestObjectAttestationJob, attestationJob),
+                job("assertion job, typical", assertionJob),
+                job("assertion job, 190 KB clientData, 512 B challenge", largestAssertionJob, assertionJob),
             ].joined(separator: "\n")
+        }
+
+        /// µs per job, and for a worst case how many typical jobs it costs.
+        private func job(_ name: String, _ rate: Double, _ typical: Double? = nil) -> String {
+            let ratio = typical.map { String(format: "  %.2f× typical", $0 / rate) } ?? ""
+            return name.padding(toLength: 52, withPad: " ", startingAt: 0) + String(format: "%10.1f µs", 1e6 / rate) + ratio
         }
     }
 
@@ -66,15 +100,22 @@ struct CoreBenchmark {
         let warmVerifier = AttestationVerifier(trust: .apple)
         let assertions = AssertionVerifier()
         let device = StoredDevice(publicKey: assertionKey, counter: BenchSamples.assertionStoredCounter)
+        let jobs = try WorstCaseJobs()
+        let jobVerifier = JobVerifier(trust: .apple, clock: FixedClock(at))
         // Every measured operation must succeed, or the rates would describe a failure path.
         guard p384.verify(signature: leaf.signature, digest: p384Digest),
             p256.verify(signature: receipt.signer.signature, digest: p256Digest),
             case .success = warmVerifier.verify(sample, policy: .production, at: at),
             warmVerifier.verifyWithoutReceipt(sample, policy: .production, at: at) == nil,
-            case .success = assertions.verify(BenchSamples.assertion, device: device)
+            case .success = assertions.verify(BenchSamples.assertion, device: device),
+            // The largest object is refused after its whole CBOR is read; every other job is accepted.
+            [jobs.typicalAttestation, jobs.paddedAttestation, jobs.typicalAssertion, jobs.largestAssertion].allSatisfy({
+                WorstCaseJobs.decide($0, jobVerifier)?.ok == true
+            }),
+            WorstCaseJobs.decide(jobs.largestObjectAttestation, jobVerifier)?.failure?.code == .attestationObjectInvalid
         else { throw SetupError(description: "a benchmark input does not verify") }
 
-        var samples = [[Double]](repeating: [], count: 6)
+        var samples = [[Double]](repeating: [], count: 11)
         for _ in 0..<rounds {
             samples[0].append(rate { _ = p256.verify(signature: receipt.signer.signature, digest: p256Digest) })
             samples[1].append(rate { _ = p384.verify(signature: leaf.signature, digest: p384Digest) })
@@ -84,9 +125,16 @@ struct CoreBenchmark {
             samples[3].append(rate { _ = warmVerifier.verify(sample, policy: .production, at: at) })
             samples[4].append(rate { _ = warmVerifier.verifyWithoutReceipt(sample, policy: .production, at: at) })
             samples[5].append(rate { _ = assertions.verify(BenchSamples.assertion, device: device) })
+            for (n, job) in [jobs.typicalAttestation, jobs.paddedAttestation, jobs.largestObjectAttestation, jobs.typicalAssertion,
+                jobs.largestAssertion].enumerated()
+            {
+                samples[6 + n].append(rate { _ = WorstCaseJobs.decide(job, jobVerifier) })
+            }
         }
         let m = samples.map(Self.median)
-        return Results(rawP256: m[0], rawP384: m[1], cold: m[2], warm: m[3], warmNoReceipt: m[4], assertion: m[5])
+        return Results(
+            rawP256: m[0], rawP384: m[1], cold: m[2], warm: m[3], warmNoReceipt: m[4], assertion: m[5], attestationJob: m[6],
+            paddedAttestationJob: m[7], largestObjectAttestationJob: m[8], assertionJob: m[9], largestAssertionJob: m[10])
     }
 
     /// Operations per second of `body`, run in batches until `seconds` have passed.

@@ -111,7 +111,8 @@ enum RunCommand: Subcommand {
         let verifier = JobVerifier(
             trust: trust, clock: SystemClock(),
             timeBounds: JobVerifier.TimeBounds(
-                maxAgeSeconds: configuration.maxJobAgeSeconds, maxFutureSkewSeconds: configuration.maxFutureSkewSeconds))
+                maxAgeSeconds: configuration.maxJobAgeSeconds, maxFutureSkewSeconds: configuration.maxFutureSkewSeconds,
+                maxReceivedBeforeBrokerSeconds: configuration.maxReceivedBeforeBrokerSeconds))
         // One processor per batch lane, each with its own connection, sharing the device cache: the cache
         // is only a hint, and lanes race for a device only as separate workers would.
         let devices = DeviceCache()

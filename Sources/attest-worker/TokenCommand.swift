@@ -9,15 +9,17 @@ import Foundation
 enum TokenCommand: Subcommand {
     static let help = """
         usage: attest-worker token jwks --key PEM [--key PEM ...]
-               attest-worker token verify --jwks FILE [--audience APP_ID] [--ignore-expiry] [--now RFC3339] TOKEN
+               attest-worker token verify --jwks FILE [--audience APP_ID] [--issuer NAME] [--ignore-expiry] [--now RFC3339] TOKEN
 
         jwks    prints the JSON Web Key Set of the P-256 signing keys (PKCS#8 or SEC1 PEM), in the order given
                 (the first is the one the worker signs with; keep retired keys listed until their last token
                 has expired).
         verify  checks TOKEN (or `-` to read it from stdin) against the key set in FILE: ES256 only, a known
-                kid, the signature, exp/nbf (60 s leeway) and, with --audience, aud (teamId.bundleId).
+                kid, the signature (low-S only: the worker never signs high-S), exp/nbf (60 s leeway),
+                with --audience aud (teamId.bundleId) and with --issuer iss (ATTEST_TOKEN_ISSUER).
                 Prints the claims (JSON) when valid, else `invalid: REASON`, REASON one of malformed,
-                alg_not_allowed, unknown_kid, signature_invalid, expired, not_yet_valid, audience_mismatch.
+                alg_not_allowed, unknown_kid, signature_invalid, expired, not_yet_valid, audience_mismatch,
+                issuer_mismatch.
 
         options:
           --now RFC3339     the clock for exp/nbf (default: the system clock)
@@ -31,6 +33,7 @@ enum TokenCommand: Subcommand {
         while let path = try args.option("key") { keys.append(path) }
         let jwksPath = try args.option("jwks")
         let audience = try args.option("audience")
+        let issuer = try args.option("issuer")
         let now = try args.option("now")
         let ignoreExpiry = args.flag("ignore-expiry")
         let positionals = try args.positionals(max: 2)
@@ -50,7 +53,7 @@ enum TokenCommand: Subcommand {
             let verifier = TokenVerifier(jwks: try jwks(at: jwksPath), clock: try clock(now))
             let token = positionals[1] == "-" ? readToken() : positionals[1]
             do {
-                print(try verifier.verify(token, audience: audience, checkExpiry: !ignoreExpiry).serialized())
+                print(try verifier.verify(token, audience: audience, issuer: issuer, checkExpiry: !ignoreExpiry).serialized())
                 return 0
             } catch {
                 print("invalid: \(error)")

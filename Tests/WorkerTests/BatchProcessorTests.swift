@@ -117,8 +117,8 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         }
     }
 
-    /// The conditional UPDATE's semantics: unknown or another app's, expired at receivedAt, taken by
-    /// another job, else consumed (again, for the job that holds it).
+    /// The conditional UPDATE's semantics: unknown or another app's, expired at receivedAt, issued after
+    /// receivedAt + skew, taken by another job, else consumed (again, for the job that holds it).
     func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome] {
         lock.withLock {
             consumeCalls += 1
@@ -130,6 +130,10 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
                 }
                 if claim.receivedAt > issued.expiresAt {
                     outcomes[claim.jobId] = .expired
+                } else if claim.receivedAt.adding(seconds: claim.skewSeconds)
+                    < issued.expiresAt.adding(seconds: -ChallengeStore.lifetimeSeconds)
+                {
+                    outcomes[claim.jobId] = .notYetIssued
                 } else if issued.usedBy == nil || issued.usedBy == claim.jobId {
                     challenges[claim.challenge]!.usedBy = claim.jobId
                     outcomes[claim.jobId] = .consumed

@@ -7,8 +7,9 @@ Keys come from `openssl` (PKCS#8 and SEC1); accepted vector lines go through `at
 --token-key` exactly as Tests/Fixtures/vectors/run_vectors.py builds them. Each token must verify with PyJWT
 against the PEM public key and against the JWKS from `attest-worker token jwks` (kids are RFC 7638
 thumbprints), carry the documented claims, and `attest-worker token verify` must answer 0 for a good
-token and 1 with the reason for a changed signature byte, a wrong audience, an expired token (0 with
---ignore-expiry), an unknown key and `alg: none`; usage errors exit 2 with one line on stderr.
+token and 1 with the reason for a changed signature byte, a high-S signature (every issued one is low-S),
+a wrong audience or issuer, an expired token (0 with --ignore-expiry), an unknown key and `alg: none`;
+usage errors exit 2 with one line on stderr.
 Verdicts carrying tokens must match Schemas/verdict.schema.json.
 Exits 0 when everything holds, 1 otherwise, 2 when PyJWT, python3-jsonschema or openssl is missing.
 """
@@ -29,6 +30,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.path.normpath(os.path.join(HERE, "..", "Fixtures", "vectors"))
+# P-256's group order: s and n - s both verify, so the worker issues s <= n/2 only.
+P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
 sys.path.insert(0, VECTORS)
 sys.path.insert(0, os.path.join(HERE, "..", "schemas"))
 import run_vectors  # noqa: E402  (job lines exactly as the vector runner builds them)
@@ -164,8 +167,21 @@ def test_tokens(binary, tmp):
         head, payload, sig = token.split(".")
         raw = bytearray(unb64url(sig))
         raw[10] ^= 0x01
+        raw_good = unb64url(sig)
         p = token_verify(binary, jwks_path, f"{head}.{payload}.{b64url(bytes(raw))}")
         check(p.returncode == 1 and "signature_invalid" in p.stdout, f"changed signature byte: {p.returncode} {p.stdout}")
+        # Low-S only: the worker's s is at most n/2, and the same signature with n - s (which PyJWT accepts,
+        # as ECDSA allows) is refused, so a token has one valid string.
+        s_value = int.from_bytes(raw_good[32:], "big")
+        check(s_value <= P256_N // 2, f"{c['name']}: high-S signature issued")
+        high = raw_good[:32] + (P256_N - s_value).to_bytes(32, "big")
+        jwt.decode(f"{head}.{payload}.{b64url(high)}", public_pem, algorithms=["ES256"], audience=app_id)
+        p = token_verify(binary, jwks_path, f"{head}.{payload}.{b64url(high)}")
+        check(p.returncode == 1 and "signature_invalid" in p.stdout, f"high-S signature: {p.returncode} {p.stdout}")
+        p = token_verify(binary, jwks_path, token, "--issuer", "attest-worker")
+        check(p.returncode == 0, f"right issuer: {p.returncode} {p.stdout}")
+        p = token_verify(binary, jwks_path, token, "--issuer", "attest-worker-other")
+        check(p.returncode == 1 and "issuer_mismatch" in p.stdout, f"wrong issuer: {p.returncode} {p.stdout}")
         p = token_verify(binary, jwks_path, token, "--audience", app_id + "x")
         check(p.returncode == 1 and "audience_mismatch" in p.stdout, f"wrong audience: {p.returncode} {p.stdout}")
         none = b64url(json.dumps({"alg": "none", "kid": header["kid"]}).encode()) + "." + payload + "."

@@ -14,6 +14,7 @@ public struct AssertionVerifier: Sendable {
     /// - Parameter device: the stored state for the request's keyId, or nil when the key is unknown.
     public func verify(_ request: AssertionRequest, device: StoredDevice?) -> Result<VerifiedAssertion, VerificationFailure> {
         // Step 1: base64 inputs.
+        if let failure = limits.challengeFailure(request.challenge) { return .failure(failure) }
         guard request.assertion.utf8.count <= (limits.maxAssertionBytes + 2) / 3 * 4 + 2,
             let assertionBytes = Base64.decode(request.assertion)
         else {

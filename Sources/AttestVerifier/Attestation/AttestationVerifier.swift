@@ -70,6 +70,7 @@ public struct AttestationVerifier: Sendable {
     private func decode(
         _ request: AttestationRequest, policy: EnvironmentPolicy, at time: Timestamp
     ) -> Result<AttestationContext, VerificationFailure> {
+        if let failure = limits.challengeFailure(request.challenge) { return .failure(failure) }
         guard request.attestationObject.utf8.count <= (limits.maxAttestationObjectBytes + 2) / 3 * 4 + 2 else {
             return .failure(VerificationFailure(.attestationObjectInvalid, .tooLarge, "attestation object too large"))
         }

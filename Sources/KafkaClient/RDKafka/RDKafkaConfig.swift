@@ -18,7 +18,9 @@ final class RDKafkaConfig {
     func set(_ name: String, _ value: String) throws(KafkaError) {
         var reason = [CChar](repeating: 0, count: 512)
         guard rd_kafka_conf_set(pointer, name, value, &reason, reason.count) == RD_KAFKA_CONF_OK else {
-            throw KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, message: String(cBuffer: reason))
+            // librdkafka's reason may quote the value, which must not reach a log when it is a secret.
+            let message = KafkaProperties.namesSecret(name) ? "invalid value for configuration property \"\(name)\"" : String(cBuffer: reason)
+            throw KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, message: message)
         }
     }
 

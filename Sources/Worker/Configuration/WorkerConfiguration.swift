@@ -23,6 +23,8 @@ public struct WorkerConfiguration: Sendable {
     public var kafkaProperties: [String: String]
     public var maxJobAgeSeconds: Int64
     public var maxFutureSkewSeconds: Int64
+    /// How long before its broker timestamp a job's receivedAt may be; nil (the default): not checked.
+    public var maxReceivedBeforeBrokerSeconds: Int64?
     public var maxMessageBytes: Int
     /// Verification threads.
     public var workers: Int
@@ -71,6 +73,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_KAFKA_PROPERTIES", "", true),
         ("ATTEST_MAX_JOB_AGE", "86400", false),
         ("ATTEST_MAX_FUTURE_SKEW", "60", false),
+        ("ATTEST_MAX_RECEIVED_BEFORE_BROKER", "", false),
         ("ATTEST_MAX_MESSAGE_BYTES", "262144", false),
         ("ATTEST_WORKERS", "0", false),
         ("ATTEST_BATCH_SIZE", "512", false),
@@ -145,6 +148,7 @@ public struct WorkerConfiguration: Sendable {
             kafkaProperties: reader.properties("ATTEST_KAFKA_PROPERTIES"),
             maxJobAgeSeconds: Int64(reader.integer("ATTEST_MAX_JOB_AGE", min: 1)),
             maxFutureSkewSeconds: Int64(reader.integer("ATTEST_MAX_FUTURE_SKEW", min: 0)),
+            maxReceivedBeforeBrokerSeconds: reader.optionalInteger("ATTEST_MAX_RECEIVED_BEFORE_BROKER", min: 0).map(Int64.init),
             maxMessageBytes: reader.integer("ATTEST_MAX_MESSAGE_BYTES", min: 1024),
             workers: { let n = reader.integer("ATTEST_WORKERS", min: 0, max: 1024); return n == 0 ? ProcessInfo.processInfo.activeProcessorCount : n }(),
             batchSize: reader.integer("ATTEST_BATCH_SIZE", min: 1, max: 100_000),
@@ -184,17 +188,10 @@ public struct WorkerConfiguration: Sendable {
         }
     }
 
-    /// Passwords in a libpq URL or key=value string and every librdkafka property value that looks secret.
+    /// Passwords in a libpq URI or key=value string (``ConninfoRedaction``), and every librdkafka property
+    /// value whose key names a secret (``KafkaProperties/namesSecret(_:)``).
     static func redact(_ name: String, _ value: String) -> String {
-        if name == "ATTEST_DATABASE_URL" {
-            var text = value.replacingOccurrences(
-                of: #"(://[^:/@]*:)[^@]*@"#, with: "$1***@", options: .regularExpression)
-            text = text.replacingOccurrences(of: #"password\s*=\s*\S+"#, with: "password=***", options: .regularExpression)
-            return text
-        }
-        return value.replacingOccurrences(
-            of: #"((?:password|secret|sasl\.jaas\.config|ssl\.key\.pem|token)[^=,\n]*=)[^,\n]*"#, with: "$1***",
-            options: [.regularExpression, .caseInsensitive])
+        name == "ATTEST_DATABASE_URL" ? ConninfoRedaction.redacted(value) : KafkaProperties.redacted(value)
     }
 
     private struct Reader {
@@ -227,6 +224,11 @@ public struct WorkerConfiguration: Sendable {
                 return .standard
             }
             return budget
+        }
+
+        /// Empty means unset (nil).
+        mutating func optionalInteger(_ name: String, min: Int) -> Int? {
+            (values[name] ?? "").isEmpty ? nil : integer(name, min: min)
         }
 
         mutating func boolean(_ name: String) -> Bool {

@@ -330,7 +330,7 @@ public final class BatchProcessor: Sendable {
         let cached = state?.record ?? item.keyBytes.flatMap { devices.get($0)?.record }
         // The key's device as this app knows it: what its identity and risk history go by.
         let attested = cached.flatMap { $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil }
-        if let failure = verifier.checkReceivedAt(job, now: now) {
+        if let failure = verifier.checkReceivedAt(job, now: now, brokerTimestampMs: item.message.timestampMs) {
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
             return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
@@ -348,7 +348,7 @@ public final class BatchProcessor: Sendable {
         }
         switch job.payload {
         case .attestation(let request):
-            var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments) }
+            var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments, now: now) }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
             guard verdict.ok, let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
                 return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
@@ -372,7 +372,7 @@ public final class BatchProcessor: Sendable {
             // A key attested for another app is unknown to this one.
             let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
             let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
-            var (verdict, verified) = timed(.assertion) { verifier.decide(request, of: job, device: device) }
+            var (verdict, verified) = timed(.assertion) { verifier.decide(request, of: job, device: device, now: now) }
             if verified != nil, let record = known?.record, let failure = Self.environmentFailure(record, app) {
                 verdict.failure = failure
                 verdict.counter = nil

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import KafkaClient
 import PostgresClient
 
 /// The challenge step of the check order (SPEC 7): after the receivedAt bounds and the app registration,
@@ -16,12 +17,13 @@ extension BatchProcessor {
     func consumeChallenges(_ items: inout [Item], _ indices: [Int], now: Timestamp) throws(PGError) {
         var pending = [(item: Int, claim: ChallengeClaim)]()
         for i in indices {
-            guard let job = items[i].job, verifier.checkReceivedAt(job, now: now) == nil,
+            guard let job = items[i].job, verifier.checkReceivedAt(job, now: now, brokerTimestampMs: items[i].message.timestampMs) == nil,
                 policy(for: job)?.challenges == .worker, let bytes = job.challenge.flatMap(Base64.decode)
             else { continue }
             pending.append(
                 (i, ChallengeClaim(
-                    jobId: job.jobId, teamId: job.teamId, bundleId: job.bundleId, challenge: bytes, receivedAt: job.receivedAt)))
+                    jobId: job.jobId, teamId: job.teamId, bundleId: job.bundleId, challenge: bytes, receivedAt: job.receivedAt,
+                    skewSeconds: verifier.timeBounds.maxFutureSkewSeconds)))
         }
         while !pending.isEmpty {
             var jobIds = Set<String>()
@@ -51,6 +53,9 @@ extension BatchProcessor {
             return VerificationFailure(.challengeInvalid, .challengeUnknown, "challenge was not issued for this app")
         case .expired?:
             return VerificationFailure(.challengeExpired, .challengeExpired, "challenge had expired at receivedAt")
+        case .notYetIssued?:
+            // The code clients already handle by fetching a fresh challenge; the reason tells analytics apart.
+            return VerificationFailure(.challengeExpired, .challengeNotYetIssued, "receivedAt is before the challenge was issued")
         case .alreadyUsed?:
             return VerificationFailure(.challengeAlreadyUsed, .challengeAlreadyUsed, "challenge was consumed by another job")
         }

@@ -34,6 +34,11 @@ public enum ChallengeStore {
     /// and only while unused: the conditional UPDATE re-checks `used_by_job` after waiting for a concurrent
     /// consumer's row lock, so two workers can never both consume it. The rows are locked in challenge
     /// order first (`locked`), so two batches presenting the same challenges cannot deadlock.
+    ///
+    /// A challenge admits only jobs with issued_at − skew ≤ receivedAt ≤ expires_at; a job outside that
+    /// window does not consume it (its receivedAt is the producer's word, so a backdated or late job must
+    /// not burn the challenge for the app's real job). The window is compared in `numeric` seconds, which
+    /// cannot overflow whatever the configured skew.
     static func consume(_ claims: [ChallengeClaim], on c: PGConnection) throws(PGError) -> [String: ChallengeOutcome] {
         guard !claims.isEmpty else { return [:] }
         let payload = JSONValue.array(
@@ -41,22 +46,23 @@ public enum ChallengeStore {
                 .object([
                     ("j", .string(claim.jobId)), ("t", .string(claim.teamId)), ("b", .string(claim.bundleId)),
                     ("c", .string(Hex.encode(claim.challenge))), ("r", .string(claim.receivedAt.rfc3339)),
-                    ("o", .int(Int64(index))),
+                    ("s", .int(claim.skewSeconds)), ("o", .int(Int64(index))),
                 ])
             })
         let rows = try c.execute(
             """
             WITH claim AS (
                 SELECT x.j AS job_id, x.t AS team_id, x.b AS bundle_id, decode(x.c, 'hex') AS challenge,
-                    x.r AS received_at, x.o AS ord
-                FROM jsonb_to_recordset($1::jsonb) AS x(j text, t text, b text, c text, r timestamptz, o integer)),
+                    x.r AS received_at, x.s AS skew, x.o AS ord
+                FROM jsonb_to_recordset($1::jsonb) AS x(j text, t text, b text, c text, r timestamptz, s bigint, o integer)),
             found AS (
-                SELECT claim.job_id, claim.challenge, claim.received_at, claim.ord, ch.used_by_job, ch.expires_at
+                SELECT claim.job_id, claim.challenge, claim.received_at, claim.ord, ch.used_by_job, ch.expires_at,
+                    extract(epoch FROM claim.received_at) + claim.skew < extract(epoch FROM ch.issued_at) AS backdated
                 FROM claim JOIN challenges ch ON ch.challenge = claim.challenge AND ch.team_id = claim.team_id
                     AND ch.bundle_id = claim.bundle_id),
             claimant AS (
                 SELECT DISTINCT ON (challenge) challenge, job_id FROM found
-                WHERE received_at <= expires_at AND (used_by_job IS NULL OR used_by_job = job_id)
+                WHERE received_at <= expires_at AND NOT backdated AND (used_by_job IS NULL OR used_by_job = job_id)
                 ORDER BY challenge, used_by_job IS NULL, ord),
             locked AS (
                 SELECT challenge FROM challenges WHERE challenge IN (SELECT challenge FROM claimant)
@@ -71,6 +77,7 @@ public enum ChallengeStore {
                 CASE WHEN claim.job_id IN (SELECT job_id FROM used) THEN 'consumed'
                     WHEN found.job_id IS NULL THEN 'unknown'
                     WHEN claim.received_at > found.expires_at THEN 'expired'
+                    WHEN found.backdated THEN 'not_yet_issued'
                     ELSE 'already_used' END
             FROM claim LEFT JOIN found ON found.job_id = claim.job_id
             """,
