@@ -76,9 +76,10 @@ final class ConnectionDeadlines: @unchecked Sendable {
     func sweep(now: ContinuousClock.Instant) {
         entries.withLock { entries in
             for (key, entry) in entries where !entry.cut && now - entry.since > deadline {
-                _ = shutdown(entry.socket, Int32(SHUT_RDWR))
-                entries[key]?.cut = true
+                // Counted first: the client may see the end before this thread runs on.
                 cutCount.add(1, ordering: .relaxed)
+                entries[key]?.cut = true
+                _ = shutdown(entry.socket, Int32(SHUT_RDWR))
             }
         }
     }
