@@ -257,22 +257,6 @@ func validate(_ lines: [String], schema: String) throws {
     #expect(process.terminationStatus == 0, "schema \(schema): \(text)")
 }
 
-extension WorkerProcess {
-    /// POST http://127.0.0.1:PORT/PATH with a JSON body: the status, the body and the response's header lines.
-    func post(_ path: String, _ body: String) throws -> (status: Int, body: String, headers: [String]) {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("http-\(UUID().uuidString)").path
-        defer { for file in [base + ".body", base + ".headers"] { try? FileManager.default.removeItem(atPath: file) } }
-        let result = try Stack.run(
-            "/usr/bin/curl",
-            ["-s", "-o", base + ".body", "-D", base + ".headers", "-w", "%{http_code}", "-X", "POST", "-H",
-                "Content-Type: application/json", "--data-binary", body, "http://127.0.0.1:\(try httpPort())\(path)"],
-            capture: true)
-        let headers = ((try? String(contentsOfFile: base + ".headers", encoding: .utf8)) ?? "").split(separator: "\r\n").map(String.init)
-        return (Int(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0,
-                (try? String(contentsOfFile: base + ".body", encoding: .utf8)) ?? "", headers)
-    }
-}
-
 /// The samples of a Prometheus text exposition as Python's `prometheus_client` parser reads them (a standard
 /// parser, not this project's renderer checking itself): name, labels and value of each.
 func prometheusSamples(_ text: String) throws -> [(name: String, labels: [String: String], value: Double)] {
