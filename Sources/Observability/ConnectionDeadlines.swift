@@ -32,14 +32,16 @@ final class ConnectionDeadlines: @unchecked Sendable {
 
     let deadline: Duration
     private let entries = Mutex<[UInt: Entry]>([:])
-    private let cutCount = Atomic<Int>(0)
+    /// Counts the connections cut (a metric, so that a slowloris shows on the dashboard).
+    private let cuts: CounterSeries
     private let timer: any DispatchSourceTimer
     private let stopped = DispatchSemaphore(value: 0)
 
     /// Starts sweeping at a quarter of the deadline (at most every second), so a request is cut within
     /// 1.25 × the deadline.
-    init(deadline: Duration) {
+    init(deadline: Duration, cuts: CounterSeries) {
         self.deadline = deadline
+        self.cuts = cuts
         let interval = min(Duration.seconds(1), deadline / 4)
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attest.http.deadlines"))
         let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
@@ -54,9 +56,6 @@ final class ConnectionDeadlines: @unchecked Sendable {
         timer.cancel()
         stopped.wait()
     }
-
-    /// How many connections the sweep has cut (for tests and diagnostics).
-    var cut: Int { cutCount.load(ordering: .relaxed) }
 
     func opened(_ connection: OpaquePointer, socket: Int32, at now: ContinuousClock.Instant = .now) {
         guard socket >= 0 else { return }
@@ -77,7 +76,7 @@ final class ConnectionDeadlines: @unchecked Sendable {
         entries.withLock { entries in
             for (key, entry) in entries where !entry.cut && now - entry.since > deadline {
                 // Counted first: the client may see the end before this thread runs on.
-                cutCount.add(1, ordering: .relaxed)
+                cuts.increment()
                 entries[key]?.cut = true
                 _ = shutdown(entry.socket, Int32(SHUT_RDWR))
             }

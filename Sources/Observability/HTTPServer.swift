@@ -55,19 +55,25 @@ public final class HTTPServer: Sendable {
     public let configuration: Configuration
     private let routes: HTTPRoutes
     private let diagnostics: (@Sendable (String) -> Void)?
+    /// Connections cut by the request deadline (``Configuration/requestDeadlineSeconds``).
+    public let deadlineCuts: CounterSeries
     /// nil while stopped.
     private let daemon = Mutex<MHDDaemon?>(nil)
 
     /// - Parameter diagnostics: libmicrohttpd's own error messages (failed accepts, broken connections), from
     ///   its threads; for a debug or warning log. A failed start is reported by the thrown error instead.
+    /// - Parameter deadlineCuts: counts the connections cut by the request deadline (a series of a registry's
+    ///   counter to export it).
     public init(
         configuration: Configuration = Configuration(),
         routes: HTTPRoutes,
-        diagnostics: (@Sendable (String) -> Void)? = nil
+        diagnostics: (@Sendable (String) -> Void)? = nil,
+        deadlineCuts: CounterSeries = CounterSeries()
     ) {
         self.configuration = configuration
         self.routes = routes
         self.diagnostics = diagnostics
+        self.deadlineCuts = deadlineCuts
     }
 
     deinit {
@@ -97,6 +103,7 @@ public final class HTTPServer: Sendable {
                     requestDeadlineSeconds: configuration.requestDeadlineSeconds,
                     maxHeaderBytes: configuration.maxHeaderBytes
                 ),
+                deadlineCuts: deadlineCuts,
                 diagnostics: diagnostics
             )
         }
@@ -121,8 +128,4 @@ public final class HTTPServer: Sendable {
     /// The port being served; nil while stopped.
     public var port: Int? { boundAddress?.port }
 
-    /// Connections cut by the request deadline since the last start (0 while stopped).
-    public var connectionsCut: Int {
-        daemon.withLock { $0?.connectionsCut ?? 0 }
-    }
 }

@@ -32,18 +32,17 @@ final class MHDDaemon: @unchecked Sendable {
         var maxHeaderBytes: Int
     }
 
-    var connectionsCut: Int { context.deadlines.cut }
-
     init(
         address: HTTPAddress,
         routes: HTTPRoutes,
         limits: Limits,
+        deadlineCuts: CounterSeries,
         diagnostics: (@Sendable (String) -> Void)?
     ) throws(HTTPServerError) {
         let context = DaemonContext(
             routes: routes,
             maxRequestBodyBytes: limits.maxRequestBodyBytes,
-            deadlines: ConnectionDeadlines(deadline: .seconds(limits.requestDeadlineSeconds)),
+            deadlines: ConnectionDeadlines(deadline: .seconds(limits.requestDeadlineSeconds), cuts: deadlineCuts),
             diagnostics: diagnostics
         )
         // Connection threads (`MHD_USE_THREAD_PER_CONNECTION`) so that one slow handler or client holds only

@@ -50,14 +50,19 @@ enum RunCommand: Subcommand {
             issuer: ChallengeIssuer(conninfo: configuration.databaseURL), sharedSecret: configuration.challengeSecret,
             limits: challengeLimits, metrics: metrics, logger: logger
         ).register(on: &routes)
-        let servers = try [(configuration.httpAddress, routes), (configuration.opsHTTPAddress, opsRoutes)].map { address, routes in
+        let cuts = metrics.registry.counter(
+            "attest_http_connections_cut_total", help: "HTTP connections cut by ATTEST_HTTP_REQUEST_TIMEOUT, by listener.",
+            labelNames: ["listener"])
+        let listeners = [("product", configuration.httpAddress, routes), ("ops", configuration.opsHTTPAddress, opsRoutes)]
+        let servers = try listeners.map { listener, address, routes in
             HTTPServer(
                 configuration: HTTPServer.Configuration(
                     address: try HTTPAddress(parsing: address), maxRequestBodyBytes: configuration.httpMaxBodyBytes,
                     connectionLimit: configuration.httpMaxConnections, connectionTimeoutSeconds: configuration.httpRequestTimeoutSeconds,
                     perIPConnectionLimit: configuration.httpMaxConnectionsPerIP,
                     requestDeadlineSeconds: configuration.httpRequestTimeoutSeconds, maxHeaderBytes: configuration.httpMaxHeaderBytes),
-                routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) })
+                routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) },
+                deadlineCuts: cuts.labels([listener]))
         }
         for server in servers { try server.start() }
         let (http, opsHTTP) = (servers[0], servers[1])

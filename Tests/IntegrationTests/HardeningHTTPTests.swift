@@ -217,6 +217,9 @@ extension LiveStack {
             }
             close(body)
             #expect(trickled, "a trickled body still open after 8 s")
+            let metrics = try worker.get("/metrics").body
+            #expect(metrics.contains(#"attest_http_connections_cut_total{listener="product"} 2"#), "\(metrics)")
+            #expect(metrics.contains(#"attest_http_connections_cut_total{listener="ops"} 1"#))
             // libmicrohttpd counts a closed connection against its address until its thread has cleaned up.
             Thread.sleep(forTimeInterval: 1)
 
