@@ -1,5 +1,5 @@
 import Foundation
-import Observability
+@testable import Observability
 import Synchronization
 import Testing
 
@@ -114,5 +114,52 @@ struct HTTPLimitsTests {
         #expect([413, 414, 431].contains(long.status), "\(long.status)")
         let fine = try RawHTTP.exchange(port: port, head: "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nX-Probe: ok")
         #expect(fine.text == "127.0.0.1 ok 0")
+    }
+}
+
+/// The deadline bookkeeping on an injected clock: what is cut and when, without waiting.
+@Suite struct ConnectionDeadlineTests {
+    /// A connected socket pair: the sweep shuts down `[0]`; `[1]` then reads end-of-file.
+    static func pair() -> [Int32] {
+        var fds: [Int32] = [0, 0]
+        _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+        return fds
+    }
+
+    static func isShutDown(_ fds: [Int32]) -> Bool {
+        var pollfd = Glibc.pollfd(fd: fds[1], events: Int16(POLLIN), revents: 0)
+        guard poll(&pollfd, 1, 0) > 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(fds[1], &byte, 1, 0) == 0
+    }
+
+    @Test func aRequestIsCutOnceItsDeadlinePassesAndEachAnsweredRequestStartsAFreshOne() throws {
+        let cuts = CounterSeries()
+        let deadlines = ConnectionDeadlines(deadline: .seconds(10), cuts: cuts)
+        defer { deadlines.stop() }
+        let (slow, kept, closed) = (Self.pair(), Self.pair(), Self.pair())
+        defer { for fd in slow + kept + closed { close(fd) } }
+        let t0 = ContinuousClock.now
+        let connections = (1...3).map { OpaquePointer(bitPattern: 0x1000 * $0)! }
+        deadlines.opened(connections[0], socket: slow[0], at: t0)
+        deadlines.opened(connections[1], socket: kept[0], at: t0)
+        deadlines.opened(connections[2], socket: closed[0], at: t0)
+        // A keep-alive connection answered a request at 9 s: its next request has until 19 s.
+        deadlines.requestCompleted(connections[1], at: t0 + .seconds(9))
+        // Reported closed: libmicrohttpd may reuse the descriptor, so the sweep must not touch it.
+        deadlines.closed(connections[2])
+
+        deadlines.sweep(now: t0 + .seconds(10))
+        #expect(!Self.isShutDown(slow), "at the deadline exactly, not yet")
+        deadlines.sweep(now: t0 + .seconds(11))
+        #expect(Self.isShutDown(slow))
+        #expect(!Self.isShutDown(kept))
+        #expect(!Self.isShutDown(closed))
+        #expect(cuts.value == 1)
+        // Cut once, counted once, however many sweeps follow; the kept one goes at its own deadline.
+        deadlines.sweep(now: t0 + .seconds(20))
+        #expect(Self.isShutDown(kept))
+        #expect(!Self.isShutDown(closed))
+        #expect(cuts.value == 2)
     }
 }
