@@ -5,11 +5,27 @@ public struct HTTPRequest: Sendable {
     /// The path without the query string, percent-decoded by libmicrohttpd.
     public let path: String
     public let body: [UInt8]
+    /// The request's header lines as received (bounded by the server's header memory limit).
+    public let headers: [(name: String, value: String)]
+    /// The peer's IP address (IPv6 without brackets): the TCP peer, not a forwarded-for header, which any
+    /// client could write.
+    public let clientAddress: String
 
-    public init(method: String, path: String, body: [UInt8] = []) {
+    public init(
+        method: String, path: String, body: [UInt8] = [], headers: [(name: String, value: String)] = [],
+        clientAddress: String = ""
+    ) {
         self.method = method
         self.path = path
         self.body = body
+        self.headers = headers
+        self.clientAddress = clientAddress
+    }
+
+    /// The first header called `name` (case-insensitive, as HTTP field names are).
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name.lowercased() == wanted }?.value
     }
 }
 

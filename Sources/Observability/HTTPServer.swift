@@ -4,7 +4,8 @@ import Synchronization
 /// and the JWKS), over libmicrohttpd.
 ///
 /// `start()` binds and serves on libmicrohttpd's own threads (one per connection, at most
-/// ``Configuration/connectionLimit``); `stop()` closes the socket and every connection and returns once no
+/// ``Configuration/connectionLimit``, at most ``Configuration/perIPConnectionLimit`` from one address, each
+/// request within ``Configuration/requestDeadlineSeconds``); `stop()` closes the socket and every connection and returns once no
 /// handler runs any more. Both are idempotent and safe from any thread except a route handler's. Unknown
 /// paths answer 404, known paths with another method 405 (with `Allow`), bodies over
 /// ``Configuration/maxRequestBodyBytes`` 413.
@@ -16,38 +17,63 @@ public final class HTTPServer: Sendable {
         public var maxRequestBodyBytes: Int
         /// Concurrent connections (each holds a thread); libmicrohttpd refuses further ones.
         public var connectionLimit: Int
-        /// Idle or slow connections are closed after this long (0: never).
+        /// Idle connections are closed after this long (0: never). Every byte restarts it, so it does not
+        /// bound a slow client: ``requestDeadlineSeconds`` does.
         public var connectionTimeoutSeconds: Int
+        /// Concurrent connections from one IP address, so one client cannot take every connection (0: no
+        /// limit of its own).
+        public var perIPConnectionLimit: Int
+        /// A request must arrive whole and be answered within this long from its connection's opening (or
+        /// the previous request's answer); a slower connection is cut (``ConnectionDeadlines``).
+        public var requestDeadlineSeconds: Int
+        /// Memory per connection (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`): the request line and headers must
+        /// fit in it, larger ones are answered 431 (or 414) and closed.
+        public var maxHeaderBytes: Int
 
         public init(
             address: HTTPAddress = .loopbackDefault,
             maxRequestBodyBytes: Int = 64 * 1024,
             connectionLimit: Int = 64,
-            connectionTimeoutSeconds: Int = 10
+            connectionTimeoutSeconds: Int = 10,
+            perIPConnectionLimit: Int = 0,
+            requestDeadlineSeconds: Int = 30,
+            maxHeaderBytes: Int = 16 * 1024
         ) {
             self.address = address
             self.maxRequestBodyBytes = maxRequestBodyBytes
             self.connectionLimit = connectionLimit
             self.connectionTimeoutSeconds = connectionTimeoutSeconds
+            self.perIPConnectionLimit = perIPConnectionLimit
+            self.requestDeadlineSeconds = requestDeadlineSeconds
+            self.maxHeaderBytes = maxHeaderBytes
         }
+
+        /// The smallest per-connection memory libmicrohttpd works with (its buffers and one short request).
+        public static let minimumHeaderBytes = 4096
     }
 
     public let configuration: Configuration
     private let routes: HTTPRoutes
     private let diagnostics: (@Sendable (String) -> Void)?
+    /// Connections cut by the request deadline (``Configuration/requestDeadlineSeconds``).
+    public let deadlineCuts: CounterSeries
     /// nil while stopped.
     private let daemon = Mutex<MHDDaemon?>(nil)
 
     /// - Parameter diagnostics: libmicrohttpd's own error messages (failed accepts, broken connections), from
     ///   its threads; for a debug or warning log. A failed start is reported by the thrown error instead.
+    /// - Parameter deadlineCuts: counts the connections cut by the request deadline (a series of a registry's
+    ///   counter to export it).
     public init(
         configuration: Configuration = Configuration(),
         routes: HTTPRoutes,
-        diagnostics: (@Sendable (String) -> Void)? = nil
+        diagnostics: (@Sendable (String) -> Void)? = nil,
+        deadlineCuts: CounterSeries = CounterSeries()
     ) {
         self.configuration = configuration
         self.routes = routes
         self.diagnostics = diagnostics
+        self.deadlineCuts = deadlineCuts
     }
 
     deinit {
@@ -59,8 +85,10 @@ public final class HTTPServer: Sendable {
     public func start() throws(HTTPServerError) {
         precondition(
             configuration.maxRequestBodyBytes >= 0 && configuration.connectionLimit >= 1
-                && configuration.connectionTimeoutSeconds >= 0,
-            "HTTPServer.Configuration: limits must not be negative, connectionLimit at least 1"
+                && configuration.connectionTimeoutSeconds >= 0 && configuration.perIPConnectionLimit >= 0
+                && configuration.requestDeadlineSeconds >= 1
+                && configuration.maxHeaderBytes >= Configuration.minimumHeaderBytes,
+            "HTTPServer.Configuration: limits must not be negative, connectionLimit and requestDeadlineSeconds at least 1, maxHeaderBytes at least \(Configuration.minimumHeaderBytes)"
         )
         try daemon.withLock { (daemon: inout MHDDaemon?) throws(HTTPServerError) in
             guard daemon == nil else { return }
@@ -70,8 +98,12 @@ public final class HTTPServer: Sendable {
                 limits: .init(
                     maxRequestBodyBytes: configuration.maxRequestBodyBytes,
                     connectionLimit: configuration.connectionLimit,
-                    connectionTimeoutSeconds: configuration.connectionTimeoutSeconds
+                    connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
+                    perIPConnectionLimit: configuration.perIPConnectionLimit,
+                    requestDeadlineSeconds: configuration.requestDeadlineSeconds,
+                    maxHeaderBytes: configuration.maxHeaderBytes
                 ),
+                deadlineCuts: deadlineCuts,
                 diagnostics: diagnostics
             )
         }
@@ -95,4 +127,5 @@ public final class HTTPServer: Sendable {
 
     /// The port being served; nil while stopped.
     public var port: Int? { boundAddress?.port }
+
 }

@@ -27,17 +27,22 @@ final class MHDDaemon: @unchecked Sendable {
         var maxRequestBodyBytes: Int
         var connectionLimit: Int
         var connectionTimeoutSeconds: Int
+        var perIPConnectionLimit: Int
+        var requestDeadlineSeconds: Int
+        var maxHeaderBytes: Int
     }
 
     init(
         address: HTTPAddress,
         routes: HTTPRoutes,
         limits: Limits,
+        deadlineCuts: CounterSeries,
         diagnostics: (@Sendable (String) -> Void)?
     ) throws(HTTPServerError) {
         let context = DaemonContext(
             routes: routes,
             maxRequestBodyBytes: limits.maxRequestBodyBytes,
+            deadlines: ConnectionDeadlines(deadline: .seconds(limits.requestDeadlineSeconds), cuts: deadlineCuts),
             diagnostics: diagnostics
         )
         // Connection threads (`MHD_USE_THREAD_PER_CONNECTION`) so that one slow handler or client holds only
@@ -61,11 +66,23 @@ final class MHDDaemon: @unchecked Sendable {
                 requestContext: requestContext
             )
         }
-        let completed: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+        let completed: MHD_RequestCompletedCallback = { cls, connection, requestContext, _ in
+            if let cls, let connection {
+                Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().deadlines.requestCompleted(connection)
+            }
             // Balances the passRetained of the first access call; runs for finished and aborted requests.
             guard let requestContext, let state = requestContext.pointee else { return }
             Unmanaged<RequestState>.fromOpaque(state).release()
             requestContext.pointee = nil
+        }
+        let notifyConnection: MHD_NotifyConnectionCallback = { cls, connection, _, event in
+            guard let cls, let connection else { return }
+            let deadlines = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().deadlines
+            if event.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED (imported without a usable name)
+                deadlines.opened(connection, socket: CMicroHTTPD_connectionSocket(connection))
+            } else {
+                deadlines.closed(connection)
+            }
         }
         let logger: MHD_LogCallback = { cls, format, arguments in
             guard let cls, let format, let arguments else { return }
@@ -86,6 +103,10 @@ final class MHDDaemon: @unchecked Sendable {
                 MHD_OPTION.SOCK_ADDR.rawValue, OpaquePointer(socketAddress),
                 MHD_OPTION.CONNECTION_LIMIT.rawValue, CUnsignedInt(limits.connectionLimit),
                 MHD_OPTION.CONNECTION_TIMEOUT.rawValue, CUnsignedInt(limits.connectionTimeoutSeconds),
+                MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, CUnsignedInt(limits.perIPConnectionLimit),
+                MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, Int(limits.maxHeaderBytes),
+                MHD_OPTION.NOTIFY_CONNECTION.rawValue,
+                unsafeBitCast(notifyConnection, to: OpaquePointer.self), OpaquePointer(cls),
                 MHD_OPTION.NOTIFY_COMPLETED.rawValue,
                 unsafeBitCast(completed, to: OpaquePointer.self), OpaquePointer(cls),
                 MHD_OPTION.END.rawValue,
@@ -96,11 +117,13 @@ final class MHDDaemon: @unchecked Sendable {
             }
         }
         guard let started else {
+            context.deadlines.stop()
             let detail = context.takeStartDiagnostic() ?? "libmicrohttpd could not start"
             throw HTTPServerError(code: .startFailed, message: "HTTP server on \(address): \(detail)")
         }
         let port = Int(CMicroHTTPD_boundPort(started))
         guard port != 0 else {
+            context.deadlines.stop()
             MHD_stop_daemon(started)
             throw HTTPServerError(code: .startFailed, message: "HTTP server on \(address): no bound port reported")
         }
@@ -110,23 +133,31 @@ final class MHDDaemon: @unchecked Sendable {
     }
 
     deinit {
-        // Closes the listening socket and every connection, then joins all of libmicrohttpd's threads: no
+        // The sweep first, so that it never meets a socket libmicrohttpd is closing. Then MHD_stop_daemon
+        // closes the listening socket and every connection and joins all of libmicrohttpd's threads: no
         // callback runs after this returns, so the context can go.
+        context.deadlines.stop()
         MHD_stop_daemon(daemon)
     }
 }
 
-/// What the C callbacks reach through their `cls` pointer: the routes, the limits and the diagnostics sink.
+/// What the C callbacks reach through their `cls` pointer: the routes, the limits, the request deadlines
+/// and the diagnostics sink.
 final class DaemonContext: Sendable {
     private let routes: HTTPRoutes
     private let maxRequestBodyBytes: Int
+    let deadlines: ConnectionDeadlines
     private let diagnostics: (@Sendable (String) -> Void)?
     /// libmicrohttpd explains a failed start only through its logger: the last message is kept for the error.
     private let lastDiagnostic = Mutex<String?>(nil)
 
-    init(routes: HTTPRoutes, maxRequestBodyBytes: Int, diagnostics: (@Sendable (String) -> Void)?) {
+    init(
+        routes: HTTPRoutes, maxRequestBodyBytes: Int, deadlines: ConnectionDeadlines,
+        diagnostics: (@Sendable (String) -> Void)?
+    ) {
         self.routes = routes
         self.maxRequestBodyBytes = maxRequestBodyBytes
+        self.deadlines = deadlines
         self.diagnostics = diagnostics
     }
 
@@ -162,7 +193,10 @@ final class DaemonContext: Sendable {
                 return .YES
             }
             if request.tooLarge { return queue(Self.tooLarge(maxRequestBodyBytes), on: connection) }
-            let response = request.handler(HTTPRequest(method: request.method, path: request.path, body: request.body))
+            let response = request.handler(
+                HTTPRequest(
+                    method: request.method, path: request.path, body: request.body, headers: request.headers,
+                    clientAddress: request.clientAddress))
             return queue(response, on: connection)
         }
 
@@ -184,10 +218,34 @@ final class DaemonContext: Sendable {
                 return queue(Self.tooLarge(maxRequestBodyBytes), on: connection)
             }
             // Released by the completion callback, which libmicrohttpd calls however the request ends.
-            let state = RequestState(method: methodName, path: path, handler: handler)
+            let state = RequestState(
+                method: methodName, path: path, handler: handler, headers: Self.headers(of: connection),
+                clientAddress: Self.clientAddress(of: connection))
             requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
             return .YES
         }
+    }
+
+    /// The request's header lines; their total is bounded by the connection's memory limit.
+    private static func headers(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        final class Collected { var headers: [(name: String, value: String)] = [] }
+        let collected = Collected()
+        let iterator: MHD_KeyValueIterator = { cls, _, key, value in
+            guard let cls, let key else { return .YES }
+            Unmanaged<Collected>.fromOpaque(cls).takeUnretainedValue().headers.append(
+                (name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
+            return .YES
+        }
+        withExtendedLifetime(collected) {
+            _ = MHD_get_connection_values(connection, .HEADER_KIND, iterator, Unmanaged.passUnretained(collected).toOpaque())
+        }
+        return collected.headers
+    }
+
+    private static func clientAddress(of connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        guard CMicroHTTPD_clientAddress(connection, &buffer, socklen_t(buffer.count)) == 0 else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private static func tooLarge(_ limit: Int) -> HTTPResponse {
@@ -220,14 +278,21 @@ final class RequestState {
     let method: String
     let path: String
     let handler: HTTPHandler
+    let headers: [(name: String, value: String)]
+    let clientAddress: String
     private(set) var body: [UInt8] = []
     /// The body passed the limit: the rest is read and dropped, and the answer is 413.
     private(set) var tooLarge = false
 
-    init(method: String, path: String, handler: @escaping HTTPHandler) {
+    init(
+        method: String, path: String, handler: @escaping HTTPHandler, headers: [(name: String, value: String)],
+        clientAddress: String
+    ) {
         self.method = method
         self.path = path
         self.handler = handler
+        self.headers = headers
+        self.clientAddress = clientAddress
     }
 
     func append(_ chunk: UnsafeRawBufferPointer, limit: Int) {

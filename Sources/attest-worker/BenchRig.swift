@@ -160,7 +160,7 @@ final class BenchRig {
             "ATTEST_VERDICTS_TOPIC": topics.verdicts, "ATTEST_DEADLETTER_TOPIC": topics.deadLetters,
             "ATTEST_CONSUMER_GROUP": "bench-\(runId)", "ATTEST_TRUST_ANCHORS": anchors.attestation,
             "ATTEST_RECEIPT_TRUST_ANCHORS": anchors.receipt,
-            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": logLevel,
+            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": logLevel,
         ]) { _, new in new }
         if let batchSize = options.batchSize { environment["ATTEST_BATCH_SIZE"] = "\(batchSize)" }
         return environment

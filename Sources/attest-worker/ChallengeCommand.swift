@@ -3,7 +3,7 @@ import PostgresClient
 import Worker
 
 /// `attest-worker challenge new`: issues one challenge through the database, exactly as `POST /v1/challenges`
-/// does (without its rate limit), for scripts and tests.
+/// does (without its API key and rate limits: database access is the credential), for scripts and tests.
 enum ChallengeCommand: Subcommand {
     static let help = """
         usage: attest-worker challenge new --team T --bundle B [--json]

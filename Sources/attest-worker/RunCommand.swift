@@ -29,26 +29,44 @@ enum RunCommand: Subcommand {
         let logger = Logger(level: Logger.Level(name: configuration.logLevel) ?? .info)
         logger.info("configuration", WorkerConfiguration.describe(resolved).map { ($0.0, .string($0.1)) })
 
-        // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts.
+        // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts. Two
+        // listeners: operations (health, readiness, metrics) and product (challenges, key set), each with
+        // only its own routes, so exposing one never exposes the other.
         let metrics = WorkerMetrics()
+        var opsRoutes = HTTPRoutes()
+        HealthEndpoints.register(on: &opsRoutes, metrics: metrics.registry, readiness: metrics.readiness.check)
         var routes = HTTPRoutes()
-        HealthEndpoints.register(on: &routes, metrics: metrics.registry, readiness: metrics.readiness.check)
         // Verdict-token keys: the signing key and the retired ones whose tokens may still be in use.
         let jwks = Array(configuration.jwksJSON.utf8)
         routes.add("GET", "/.well-known/jwks.json") { _ in
             HTTPResponse(status: 200, contentType: "application/jwk-set+json", body: jwks, headers: [("Cache-Control", "max-age=300")])
         }
-        let issuer = ChallengeIssuer(conninfo: configuration.databaseURL)
+        let challengeLimits = ChallengeEndpoint.Limits(
+            perApp: .init(perMinute: configuration.challengesPerMinute, burst: configuration.challengeBurst),
+            failuresPerAddress: .init(
+                perMinute: configuration.challengeFailuresPerIPPerMinute, burst: configuration.challengeFailuresPerIPPerMinute),
+            failures: .init(perMinute: configuration.challengeFailuresPerMinute, burst: configuration.challengeFailuresPerMinute))
         ChallengeEndpoint(
-            issue: { teamId, bundleId throws(ChallengeIssuer.IssueError) in try issuer.issue(teamId: teamId, bundleId: bundleId) },
-            limiter: AppRateLimiter(perMinute: configuration.challengesPerMinute, burst: configuration.challengeBurst),
-            metrics: metrics, logger: logger
+            issuer: ChallengeIssuer(conninfo: configuration.databaseURL), sharedSecret: configuration.challengeSecret,
+            limits: challengeLimits, metrics: metrics, logger: logger
         ).register(on: &routes)
-        let http = HTTPServer(
-            configuration: HTTPServer.Configuration(address: try HTTPAddress(parsing: configuration.httpAddress)),
-            routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) })
-        try http.start()
-        logger.info("http listening", [("port", .int(Int64(http.port ?? 0)))])
+        let cuts = metrics.registry.counter(
+            "attest_http_connections_cut_total", help: "HTTP connections cut by ATTEST_HTTP_REQUEST_TIMEOUT, by listener.",
+            labelNames: ["listener"])
+        let listeners = [("product", configuration.httpAddress, routes), ("ops", configuration.opsHTTPAddress, opsRoutes)]
+        let servers = try listeners.map { listener, address, routes in
+            HTTPServer(
+                configuration: HTTPServer.Configuration(
+                    address: try HTTPAddress(parsing: address), maxRequestBodyBytes: configuration.httpMaxBodyBytes,
+                    connectionLimit: configuration.httpMaxConnections, connectionTimeoutSeconds: configuration.httpRequestTimeoutSeconds,
+                    perIPConnectionLimit: configuration.httpMaxConnectionsPerIP,
+                    requestDeadlineSeconds: configuration.httpRequestTimeoutSeconds, maxHeaderBytes: configuration.httpMaxHeaderBytes),
+                routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) },
+                deadlineCuts: cuts.labels([listener]))
+        }
+        for server in servers { try server.start() }
+        let (http, opsHTTP) = (servers[0], servers[1])
+        logger.info("http listening", [("port", .int(Int64(http.port ?? 0))), ("opsPort", .int(Int64(opsHTTP.port ?? 0)))])
 
         let trust = try TrustOptions.load(
             attestation: configuration.trustAnchorsPath, receipt: configuration.receiptTrustAnchorsPath,
@@ -93,8 +111,13 @@ enum RunCommand: Subcommand {
         let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
         metrics.readiness.markReady("postgres")
         DatabaseProbe(conninfo: configuration.databaseURL, health: database).start()
-        ChallengePurger(conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds, logger: logger)
-            .start()
+        // A rate bucket idle for as long as the slowest one takes to refill is full: then it is deleted.
+        let buckets: [RateLimitStore.Limit] = [challengeLimits.perApp, challengeLimits.failuresPerAddress, challengeLimits.failures]
+        let refillSeconds = buckets.map(\.refillSeconds).max() ?? 60
+        ChallengePurger(
+            conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds,
+            rateBucketIdleSeconds: refillSeconds, logger: logger
+        ).start()
         if version >= migrations.count {
             metrics.readiness.markReady("migrations")
         } else {
@@ -161,7 +184,7 @@ enum RunCommand: Subcommand {
         }
         try service.run()
         metrics.readiness.markNotReady("broker", reason: "stopping")
-        http.stop()
+        for server in servers { server.stop() }
         withExtendedLifetime(signals) {}
         return 0
     }

@@ -8,6 +8,7 @@ let usage = """
       run                  the worker: Kafka jobs → verification → PostgreSQL → verdicts
       migrate              apply the database migrations
       app add|set|list     register apps and their policy
+      app key add|list|revoke   API keys for challenge issuance, per app
       challenge new        issue a challenge for an app whose challenges the worker manages
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
       mad                  monthly active devices per app and month (billing)
@@ -27,6 +28,7 @@ do {
     switch command {
     case "run": status = try RunCommand.main(arguments)
     case "migrate": status = try MigrateCommand.main(arguments)
+    case "app" where arguments.first == "key": status = try AppKeyCommand.main(Array(arguments.dropFirst()))
     case "app": status = try AppCommand.main(arguments)
     case "challenge": status = try ChallengeCommand.main(arguments)
     case "verify": status = try VerifyCommand.main(arguments)

@@ -63,22 +63,24 @@ extension LiveStack {
                 topics: topics, group: "g-\(UUID().uuidString)",
                 extra: ["ATTEST_CHALLENGES_PER_MINUTE": "1", "ATTEST_CHALLENGE_BURST": "3"])
             let body = #"{"teamId":"\#(Jobs.teamId)","bundleId":"\#(bundleId)"}"#
+            let key = try addAPIKey(bundleId)
 
-            let created = try worker.post("/v1/challenges", body)
+            let created = try worker.post("/v1/challenges", body, bearer: key)
             #expect(created.status == 201, "\(created.body)")
             let issued = try #require(JSONValue.parse(Array(created.body.utf8)))
             let challenge = try #require(issued["challenge"]?.stringValue)
             #expect(Base64.decode(challenge)?.count == 32)
             let expiresAt = try #require(issued["expiresAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
             #expect(abs(expiresAt.microseconds / 1_000_000 - Int64(Date().timeIntervalSince1970) - 300) <= 5)
-            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE123456","bundleId":"x"}"#).status == 404)
-            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE","bundleId":"x"}"#).status == 400)
-            #expect(try worker.post("/v1/challenges", #"{"teamId":1}"#).status == 400)
+            // An unknown app looks like a known one without its key (HardeningHTTPTests has the rest).
+            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE123456","bundleId":"x"}"#, bearer: key).status == 401)
+            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE","bundleId":"x"}"#, bearer: key).status == 400)
+            #expect(try worker.post("/v1/challenges", #"{"teamId":1}"#, bearer: key).status == 400)
             // The burst of three is spent by the first request and these two; the next waits a minute.
-            let spare = try worker.post("/v1/challenges", body)
+            let spare = try worker.post("/v1/challenges", body, bearer: key)
             #expect(spare.status == 201)
-            #expect(try worker.post("/v1/challenges", body).status == 201)
-            let limited = try worker.post("/v1/challenges", body)
+            #expect(try worker.post("/v1/challenges", body, bearer: key).status == 201)
+            let limited = try worker.post("/v1/challenges", body, bearer: key)
             #expect(limited.status == 429)
             #expect(limited.headers.contains { $0.lowercased().hasPrefix("retry-after: ") })
 

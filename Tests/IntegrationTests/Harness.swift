@@ -113,7 +113,7 @@ final class WorkerProcess: @unchecked Sendable {
             "ATTEST_JOBS_TOPIC": topics.jobs, "ATTEST_VERDICTS_TOPIC": topics.verdicts,
             "ATTEST_DEADLETTER_TOPIC": topics.deadLetters, "ATTEST_CONSUMER_GROUP": group,
             "ATTEST_TRUST_ANCHORS": Jobs.anchorFiles.attestation, "ATTEST_RECEIPT_TRUST_ANCHORS": Jobs.anchorFiles.receipt,
-            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_LOG_LEVEL": "info",
+            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_LOG_LEVEL": "info",
             // Under --sanitize=address the worker keeps ASan's memory checks, but not the leak check at exit:
             // its process-lifetime objects (metrics, routes, clients) are released by exit, not torn down,
             // and would be reported on every stop. Growth is what matters there, and ops/soak measures it.
@@ -130,23 +130,26 @@ final class WorkerProcess: @unchecked Sendable {
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
-    /// The HTTP port the worker logged ("http listening"), waiting for it to start.
-    func httpPort() throws -> Int {
+    /// The HTTP port the worker logged ("http listening"): the product listener's (`port`) or the operations
+    /// listener's (`opsPort`), waiting for it to start.
+    func httpPort(_ field: String = "port") throws -> Int {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             for line in log.split(separator: "\n") where line.contains("\"http listening\"") {
-                if case .int(let port)? = JSONValue.parse(Array(line.utf8))?["port"] { return Int(port) }
+                if case .int(let port)? = JSONValue.parse(Array(line.utf8))?[field] { return Int(port) }
             }
             Thread.sleep(forTimeInterval: 0.05)
         }
         throw WorkerProcessError(description: "the worker did not log its HTTP port")
     }
 
-    /// GET http://127.0.0.1:PORT/PATH: the status and body.
-    func get(_ path: String) throws -> (status: Int, body: String) {
+    /// GET http://127.0.0.1:PORT/PATH on the operations listener (health, readiness, metrics) or, with
+    /// `product`, on the product one: the status and body.
+    func get(_ path: String, product: Bool = false) throws -> (status: Int, body: String) {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("http-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let status = try Stack.run("/usr/bin/curl", ["-s", "-o", output, "-w", "%{http_code}", "http://127.0.0.1:\(try httpPort())\(path)"], capture: true)
+        let port = try httpPort(product ? "port" : "opsPort")
+        let status = try Stack.run("/usr/bin/curl", ["-s", "-o", output, "-w", "%{http_code}", "http://127.0.0.1:\(port)\(path)"], capture: true)
         return (Int(status.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0,
                 (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
@@ -252,22 +255,6 @@ func validate(_ lines: [String], schema: String) throws {
     process.waitUntilExit()
     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(process.terminationStatus == 0, "schema \(schema): \(text)")
-}
-
-extension WorkerProcess {
-    /// POST http://127.0.0.1:PORT/PATH with a JSON body: the status, the body and the response's header lines.
-    func post(_ path: String, _ body: String) throws -> (status: Int, body: String, headers: [String]) {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("http-\(UUID().uuidString)").path
-        defer { for file in [base + ".body", base + ".headers"] { try? FileManager.default.removeItem(atPath: file) } }
-        let result = try Stack.run(
-            "/usr/bin/curl",
-            ["-s", "-o", base + ".body", "-D", base + ".headers", "-w", "%{http_code}", "-X", "POST", "-H",
-                "Content-Type: application/json", "--data-binary", body, "http://127.0.0.1:\(try httpPort())\(path)"],
-            capture: true)
-        let headers = ((try? String(contentsOfFile: base + ".headers", encoding: .utf8)) ?? "").split(separator: "\r\n").map(String.init)
-        return (Int(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0,
-                (try? String(contentsOfFile: base + ".body", encoding: .utf8)) ?? "", headers)
-    }
 }
 
 /// The samples of a Prometheus text exposition as Python's `prometheus_client` parser reads them (a standard

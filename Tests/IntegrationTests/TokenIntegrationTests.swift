@@ -27,7 +27,7 @@ extension LiveStack {
             let verdicts = try TopicReader(topic: topics.verdicts)
             #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(1500))")
 
-            let served = try worker.get("/.well-known/jwks.json")
+            let served = try worker.get("/.well-known/jwks.json", product: true)
             #expect(served.status == 200)
             let jwks = try #require(JWKS(json: Array(served.body.utf8)))
             #expect(jwks.keys.count == 2, "the retired key is published too")

@@ -12,7 +12,11 @@ import KafkaClient
 public struct WorkerConfiguration: Sendable {
     public var kafkaBrokers: String
     public var databaseURL: String
+    /// The product listener: challenges and the verdict-token key set.
     public var httpAddress: String
+    /// The operations listener: `/healthz`, `/readyz`, `/metrics`, apart so that they can stay on a private
+    /// network while the product endpoints face clients.
+    public var opsHTTPAddress: String
     /// PEM files replacing Apple's pinned roots: for tests and load generators only.
     public var trustAnchorsPath: String?
     public var receiptTrustAnchorsPath: String?
@@ -45,9 +49,21 @@ public struct WorkerConfiguration: Sendable {
     public var defaultEnvironments: String
     public var shutdownTimeoutSeconds: Double
     public var logLevel: String
-    /// `POST /v1/challenges` per app and process: the sustained rate and the burst.
+    /// `POST /v1/challenges` per app, shared by every worker (PostgreSQL): the sustained rate and the burst.
     public var challengesPerMinute: Int
     public var challengeBurst: Int
+    /// A secret whose bearer may issue challenges for every app (nil: API keys only).
+    public var challengeSecret: String?
+    /// Refused issuance requests admitted per minute from one client address (IPv6: per /64) and from all
+    /// together, before they are answered 429; each bucket holds a minute's worth.
+    public var challengeFailuresPerIPPerMinute: Int
+    public var challengeFailuresPerMinute: Int
+    /// Both listeners' libmicrohttpd limits (see `HTTPServer.Configuration`).
+    public var httpMaxConnections: Int
+    public var httpMaxConnectionsPerIP: Int
+    public var httpRequestTimeoutSeconds: Int
+    public var httpMaxBodyBytes: Int
+    public var httpMaxHeaderBytes: Int
     /// The verdict-token key ring from `ATTEST_TOKEN_KEYS` (the first key signs, all are published) and
     /// `ATTEST_TOKEN_ISSUER`; nil when no keys are configured, and then verdicts carry no token.
     public var tokenSigner: TokenSigner?
@@ -63,6 +79,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_KAFKA_BROKERS", nil, false),
         ("ATTEST_DATABASE_URL", nil, true),
         ("ATTEST_HTTP_ADDRESS", "127.0.0.1:8080", false),
+        ("ATTEST_OPS_HTTP_ADDRESS", "127.0.0.1:9090", false),
         ("ATTEST_TRUST_ANCHORS", "", false),
         ("ATTEST_RECEIPT_TRUST_ANCHORS", "", false),
         ("ATTEST_JOBS_TOPIC", "appattest.jobs", false),
@@ -90,6 +107,14 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_TOKEN_ISSUER", TokenSigner.defaultIssuer, false),
         ("ATTEST_CHALLENGES_PER_MINUTE", "600", false),
         ("ATTEST_CHALLENGE_BURST", "60", false),
+        ("ATTEST_CHALLENGE_SECRET", "", true),
+        ("ATTEST_CHALLENGE_FAILURES_PER_IP_PER_MINUTE", "30", false),
+        ("ATTEST_CHALLENGE_FAILURES_PER_MINUTE", "600", false),
+        ("ATTEST_HTTP_MAX_CONNECTIONS", "64", false),
+        ("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP", "8", false),
+        ("ATTEST_HTTP_REQUEST_TIMEOUT", "10", false),
+        ("ATTEST_HTTP_MAX_BODY_BYTES", "4096", false),
+        ("ATTEST_HTTP_MAX_HEADER_BYTES", "16384", false),
     ]
 
     /// The configuration problems, one message each.
@@ -139,6 +164,7 @@ public struct WorkerConfiguration: Sendable {
             kafkaBrokers: reader.required("ATTEST_KAFKA_BROKERS"),
             databaseURL: reader.required("ATTEST_DATABASE_URL"),
             httpAddress: reader.address("ATTEST_HTTP_ADDRESS"),
+            opsHTTPAddress: reader.address("ATTEST_OPS_HTTP_ADDRESS"),
             trustAnchorsPath: reader.optionalFile("ATTEST_TRUST_ANCHORS"),
             receiptTrustAnchorsPath: reader.optionalFile("ATTEST_RECEIPT_TRUST_ANCHORS"),
             jobsTopics: [reader.required("ATTEST_JOBS_TOPIC")] + [resolved["ATTEST_ASSERTION_JOBS_TOPIC"]!].filter { !$0.isEmpty },
@@ -163,8 +189,22 @@ public struct WorkerConfiguration: Sendable {
             logLevel: reader.oneOf("ATTEST_LOG_LEVEL", ["debug", "info", "warning", "error"]),
             challengesPerMinute: reader.integer("ATTEST_CHALLENGES_PER_MINUTE", min: 1),
             challengeBurst: reader.integer("ATTEST_CHALLENGE_BURST", min: 1),
+            challengeSecret: reader.secret("ATTEST_CHALLENGE_SECRET", minBytes: 32),
+            challengeFailuresPerIPPerMinute: reader.integer("ATTEST_CHALLENGE_FAILURES_PER_IP_PER_MINUTE", min: 1),
+            challengeFailuresPerMinute: reader.integer("ATTEST_CHALLENGE_FAILURES_PER_MINUTE", min: 1),
+            httpMaxConnections: reader.integer("ATTEST_HTTP_MAX_CONNECTIONS", min: 1),
+            httpMaxConnectionsPerIP: reader.integer("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP", min: 1),
+            httpRequestTimeoutSeconds: reader.integer("ATTEST_HTTP_REQUEST_TIMEOUT", min: 1),
+            httpMaxBodyBytes: reader.integer("ATTEST_HTTP_MAX_BODY_BYTES", min: 1024),
+            httpMaxHeaderBytes: reader.integer("ATTEST_HTTP_MAX_HEADER_BYTES", min: 4096),
             tokenSigner: reader.tokenSigner("ATTEST_TOKEN_KEYS", issuer: "ATTEST_TOKEN_ISSUER"),
             outboundBudget: reader.outboundBudget("ATTEST_KAFKA_PROPERTIES"))
+        if configuration.httpMaxConnectionsPerIP > configuration.httpMaxConnections {
+            reader.problems.append("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP must not exceed ATTEST_HTTP_MAX_CONNECTIONS")
+        }
+        if configuration.httpAddress == configuration.opsHTTPAddress, !configuration.httpAddress.hasSuffix(":0") {
+            reader.problems.append("ATTEST_OPS_HTTP_ADDRESS must differ from ATTEST_HTTP_ADDRESS")
+        }
         if configuration.batchSize > configuration.maxBufferedMessages {
             reader.problems.append("ATTEST_BATCH_SIZE must not exceed ATTEST_MAX_BUFFERED_MESSAGES")
         }
@@ -191,7 +231,9 @@ public struct WorkerConfiguration: Sendable {
     /// Passwords in a libpq URI or key=value string (``ConninfoRedaction``), and every librdkafka property
     /// value whose key names a secret (``KafkaProperties/namesSecret(_:)``).
     static func redact(_ name: String, _ value: String) -> String {
-        name == "ATTEST_DATABASE_URL" ? ConninfoRedaction.redacted(value) : KafkaProperties.redacted(value)
+        // A secret through and through: nothing of it is printed.
+        if name == "ATTEST_CHALLENGE_SECRET" { return "***" }
+        return name == "ATTEST_DATABASE_URL" ? ConninfoRedaction.redacted(value) : KafkaProperties.redacted(value)
     }
 
     private struct Reader {
@@ -255,6 +297,14 @@ public struct WorkerConfiguration: Sendable {
                 problems.append("\(name) must be HOST:PORT")
                 return value
             }
+            return value
+        }
+
+        /// nil when unset; else at least `minBytes`, so that it cannot be guessed.
+        mutating func secret(_ name: String, minBytes: Int) -> String? {
+            let value = values[name] ?? ""
+            if value.isEmpty { return nil }
+            if value.utf8.count < minBytes { problems.append("\(name) must be at least \(minBytes) bytes when set") }
             return value
         }
 

@@ -11,9 +11,16 @@ public final class ChallengePurger: Sendable {
     private let retainSeconds: Int64
     private let interval: TimeInterval
     private let logger: Logger
+    /// HTTP rate buckets idle this long are full again, the same as absent, and deleted too (an address
+    /// scan must not grow the table for good).
+    private let rateBucketIdleSeconds: Int64
 
     /// - Parameter maxJobAgeSeconds: the worker's `ATTEST_MAX_JOB_AGE`.
-    public init(conninfo: String, maxJobAgeSeconds: Int64, logger: Logger, interval: TimeInterval = 600) {
+    /// - Parameter rateBucketIdleSeconds: the longest time any configured HTTP rate bucket takes to refill.
+    public init(
+        conninfo: String, maxJobAgeSeconds: Int64, rateBucketIdleSeconds: Int64 = 3600, logger: Logger,
+        interval: TimeInterval = 600
+    ) {
         // A connection of its own, giving up on an outage after a while (the next round tries again).
         store = AttestStore(
             connection: PGReconnectingConnection(
@@ -21,6 +28,7 @@ public final class ChallengePurger: Sendable {
         retainSeconds = maxJobAgeSeconds + 3600
         self.interval = interval
         self.logger = logger
+        self.rateBucketIdleSeconds = rateBucketIdleSeconds
     }
 
     /// Purges now and then every `interval`, on a detached thread for the life of the process.
@@ -30,6 +38,8 @@ public final class ChallengePurger: Sendable {
                 do throws(PGError) {
                     let deleted = try store.purgeChallenges(retainSeconds: retainSeconds)
                     if deleted > 0 { logger.info("expired challenges deleted", [("rows", .int(Int64(deleted)))]) }
+                    let buckets = try store.purgeRateBuckets(idleSeconds: rateBucketIdleSeconds)
+                    if buckets > 0 { logger.info("idle rate buckets deleted", [("rows", .int(Int64(buckets)))]) }
                 } catch {
                     logger.warning("challenge purge failed", [("error", .string(error.description))])
                 }
