@@ -86,10 +86,18 @@ extension LiveStack {
             let hostile = Self.hostile()
             let group = "g-\(UUID().uuidString)"
             let worker = try WorkerProcess(topics: topics, group: group)
-            // Valid jobs before and after the hostile ones, all in the one partition.
+            // Valid jobs before and after the hostile ones, all in the one partition; two of them under an
+            // oversize key and behind many headers (nothing valid is dead-lettered), and an invalid job under
+            // an oversize key (its job_invalid verdict is keyed by the key's digest).
             let half = stream.messages.count / 2
+            var after = stream.messages[half...].map { HostileRecord(key: $0.key, value: $0.value) }
+            after[0].key = [UInt8](repeating: 9, count: 900_000)
+            after[1].headers = (0..<300).map { (name: "x-\($0)", value: [UInt8](repeating: 5, count: 2000)) }
+            let invalidKey = [UInt8](repeating: 4, count: 500_000)
+            let invalidJobId = "invalid-\(stream.bundleId)"
+            let invalid = HostileRecord(key: invalidKey, value: Array(#"{"jobId":"\#(invalidJobId)","kind":"assertion"}"#.utf8))
             let records = stream.messages[..<half].map { HostileRecord(key: $0.key, value: $0.value) } + hostile.map(\.record)
-                + stream.messages[half...].map { HostileRecord(key: $0.key, value: $0.value) }
+                + [invalid] + after
             try produceHostile(topics.jobs, records)
 
             let verdicts = try TopicReader(topic: topics.verdicts)
@@ -99,6 +107,10 @@ extension LiveStack {
                 let copies = try #require(verdicts.verdictsByJob[jobId], "no verdict for \(jobId)\n\(worker.log.suffix(2000))")
                 #expect(JSONValue.parse(Array(copies[0].utf8))?["ok"] == .bool(expectation.ok), "\(jobId): \(copies[0])")
             }
+            #expect(verdicts.read(seconds: 30) { _ in verdicts.verdictsByJob[invalidJobId] != nil })
+            let invalidVerdict = try #require(verdicts.messages.first { $0.headers.first?.value == Array(invalidJobId.utf8) })
+            #expect(invalidVerdict.key == Digest.sha256.hash(invalidKey))
+            #expect(JSONValue.parse(invalidVerdict.value)?["code"] == .string("job_invalid"))
             let dead = try TopicReader(topic: topics.deadLetters)
             #expect(dead.read(seconds: 60) { $0.count >= hostile.count }, "\(dead.messages.count) of \(hostile.count)\n\(worker.log.suffix(2000))")
             #expect(dead.messages.count == hostile.count)

@@ -199,6 +199,13 @@ import Testing
         #expect(tracker.takeCommittable() == [partition: .max])
     }
 
+    @Test func anyStoredGracePeriodIsReadWithoutTrapping() {
+        let quota = MonthlyQuota(devices: 5, limitReachedAt: Self.now)
+        #expect(!quota.stopsNewDevices(at: Self.now.adding(seconds: 86_400 * 300), limit: 5, graceDays: Int(Int32.max)))
+        #expect(quota.stopsNewDevices(at: Self.now.adding(seconds: 86_400 * 8), limit: 5, graceDays: 7))
+        #expect(quota.stopsNewDevices(at: Self.now, limit: 5, graceDays: -3))
+    }
+
     @Test func retriesBackOffDoublingUpToTheirCap() {
         #expect(WorkerService.backoff(1, first: 0.1, cap: 5) == 0.1)
         #expect(WorkerService.backoff(2, first: 0.1, cap: 5) == 0.2)

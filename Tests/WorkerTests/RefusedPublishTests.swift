@@ -41,10 +41,12 @@ import Testing
             var consumer = Self.properties(cluster.bootstrapServers)
             consumer.merge(["group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": "3000",
                 "heartbeat.interval.ms": "500", "fetch.wait.max.ms": "50", "auto.commit.interval.ms": "200"]) { _, b in b }
+            // The shutdown watchdog ends the process once its deadline passes, run over or not: far beyond
+            // this test run, which shares the process.
             let service = try WorkerService(
                 settings: WorkerService.Settings(
                     topics: [jobs], consumerProperties: consumer, producerProperties: Self.properties(cluster.bootstrapServers),
-                    batchSize: 16, maxBufferedMessages: 64, messageLimits: .worker(maxMessageBytes: 256 * 1024), shutdownTimeoutSeconds: 10),
+                    batchSize: 16, maxBufferedMessages: 64, messageLimits: .worker(maxMessageBytes: 256 * 1024), shutdownTimeoutSeconds: 86_400),
                 processors: [processor], logger: logger, metrics: metrics)
             let stopped = Mutex(false)
             Thread.detachNewThread {

@@ -15,6 +15,8 @@ public struct MonthlyQuota: Sendable, Equatable {
     /// the limit and the grace period since it first did has passed.
     func stopsNewDevices(at receivedAt: Timestamp, limit: Int, graceDays: Int) -> Bool {
         guard devices >= limit, let reached = limitReachedAt else { return false }
-        return receivedAt >= reached.adding(seconds: Int64(graceDays) * 86_400)
+        // Any stored grace_days (an int4) is read: beyond a year it changes nothing in a monthly count, and
+        // bounded so it cannot overflow the microseconds it becomes.
+        return receivedAt >= reached.adding(seconds: Int64(min(max(graceDays, 0), 366)) * 86_400)
     }
 }
