@@ -16,7 +16,7 @@ import Testing
         .counterNotIncreasing: true, .unknownKey: false, .challengeMismatch: false, .challengeUnknown: false,
         .challengeExpired: false, .challengeAlreadyUsed: false, .receivedAtOutOfRange: false, .tooLarge: false,
         .missingField: false, .invalidField: false, .unknownApp: false, .quotaExceeded: false, .jobIdReused: false,
-        .unstorable: false,
+        .unstorable: false, .challengeNotYetIssued: false, .receivedAtBrokerMismatch: false,
     ]
 
     @Test func everyReasonIsClassified() {

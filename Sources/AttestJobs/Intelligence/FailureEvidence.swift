@@ -16,6 +16,7 @@ public enum FailureEvidence {
         case .missingField: false  // a job (or challenge) field left out by the sender
         case .invalidField: false  // a field the sender spelled wrong
         case .receivedAtOutOfRange: false  // the sender's timestamp
+        case .receivedAtBrokerMismatch: false  // the sender's timestamp against the broker's
         case .unknownApp: false  // an app that is not registered: says nothing of any of its devices
         case .jobIdReused: false  // a jobId the sender chose again for other content
         case .unstorable: false  // a value the database refuses: the sender's bytes
@@ -23,6 +24,7 @@ public enum FailureEvidence {
         // Challenges: the binding is checked before any signature or chain, so anyone can fail it.
         case .challengeUnknown: false  // a challenge the worker never issued
         case .challengeExpired: false  // an old challenge, typically from a captured job sent again
+        case .challengeNotYetIssued: false  // a receivedAt backdated before the challenge existed
         case .challengeAlreadyUsed: false  // a captured job sent again: the replay stops here
         case .challengeMismatch: false  // clientData not binding the challenge: bytes anyone can write
         // Decoding: nothing is authenticated yet.
