@@ -295,7 +295,7 @@ public final class BatchProcessor: Sendable {
         let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
         guard let job = item.job else {
             let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
-            return decision(verdict, job: nil, jobId: item.jobId!, app: item.scope, source: source, change: .none)
+            return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none, scope: item.scope)
         }
         let cached = state?.record ?? item.keyBytes.flatMap { devices.get($0)?.record }
         // The key's device as this app knows it: what its identity and risk history go by.
@@ -303,25 +303,25 @@ public final class BatchProcessor: Sendable {
         if let failure = verifier.checkReceivedAt(job, now: now) {
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         guard let app = policy(for: job) else {
             let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         if app.challenges == .worker, let failure = challengeFailure(item, job) {
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         switch job.payload {
         case .attestation(let request):
             var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments) }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
             guard verdict.ok, let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
-                return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
             }
             let record = DeviceRecord(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
@@ -334,7 +334,7 @@ public final class BatchProcessor: Sendable {
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
                 environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
                 metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .attested(device), intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
         case .assertion(let request):
             if state == nil, let keyBytes = item.keyBytes, let cached = devices.get(keyBytes) {
                 state = DeviceState(record: cached.record, key: cached.key)
@@ -351,12 +351,12 @@ public final class BatchProcessor: Sendable {
             }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: known?.record, app: app)
             guard let verified else {
-                return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
             }
             state?.record.counter = verified.counter
             sign(&verdict, app: app, intelligence)
             return decision(
-                verdict, job: job, jobId: job.jobId, app: job.app, source: source,
+                verdict, job: job, jobId: job.jobId, source: source,
                 change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
         }
     }
@@ -396,11 +396,12 @@ public final class BatchProcessor: Sendable {
     }
 
     private func decision(
-        _ verdict: Verdict, job: Job?, jobId: String, app: AppIdentity, source: Decision.Source,
-        change: Decision.DeviceChange, _ intelligence: IntelligenceChange? = nil
+        _ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange,
+        _ intelligence: IntelligenceChange? = nil, scope: AppIdentity = .none
     ) -> Decision {
+        // The verdict's scope: the job's app, or for a job that could not be read the pair it names, if valid.
         Decision(
-            jobId: jobId, app: app, kind: job?.kind.rawValue, keyId: job?.keyId,
+            jobId: jobId, app: job?.app ?? scope, kind: job?.kind.rawValue, keyId: job?.keyId,
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
             source: source, change: change, intelligence: intelligence)
