@@ -113,18 +113,16 @@ public final class BatchProcessor: Sendable {
         for record in fetched.values { devices.put(record) }
         try refreshApps(now: now, force: false)
 
-        // A redelivered job gets the stored verdict unchanged, a copy within the batch the first's verdict;
-        // other content under a jobId its app already used gets its own rejection.
+        // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already used
+        // gets its own rejection. A jobId repeated within the batch is decided once, and its other messages are
+        // answered by whichever decision stands once it is stored (another worker's may have come first).
         var toDecide = [Int]()
-        var firstIndex = [ScopedJobId: Int]()
+        var deciding = Set<ScopedJobId>()
         for i in jobs {
             let key = items[i].scopedJobId!
             if let previous = stored[key] {
                 items[i].outbound = answer(items[i], decided: previous, now)
-            } else if let first = firstIndex[key] {
-                if items[first].digest != items[i].digest { items[i].outbound = reuse(items[i], now) }
-            } else {
-                firstIndex[key] = i
+            } else if deciding.insert(key).inserted {
                 toDecide.append(i)
             }
         }
@@ -135,6 +133,7 @@ public final class BatchProcessor: Sendable {
         let ledger = try intelligenceLedger(items, toDecide)
         decide(&items, toDecide, now: now, ledger)
 
+        var standing = [ScopedJobId: StoredVerdict]()
         var round = toDecide
         for _ in 0..<Self.maxRounds where !round.isEmpty {
             let (outcomes, crossings) = try store.commit(round.map { items[$0].decision! })
@@ -143,12 +142,15 @@ public final class BatchProcessor: Sendable {
             for (i, outcome) in zip(round, outcomes) {
                 switch outcome {
                 case .stored:
-                    items[i].outbound = verdict(items[i], json: items[i].decision!.verdictJSON)
+                    let decision = items[i].decision!
+                    items[i].outbound = verdict(items[i], json: decision.verdictJSON)
+                    standing[items[i].scopedJobId!] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
                     remember(items[i])
-                    record(items[i].decision!)
+                    record(decision)
                 case .alreadyDecided(let previous):
                     // Another worker stored this jobId of the app meanwhile.
                     items[i].outbound = answer(items[i], decided: previous, now)
+                    standing[items[i].scopedJobId!] = previous
                 case .counterConflict:
                     conflicts.append(i)
                 }
@@ -168,9 +170,7 @@ public final class BatchProcessor: Sendable {
             throw PGError(code: .client, message: "counter races did not settle after \(Self.maxRounds) rounds", isConnectionLost: false)
         }
         for i in jobs where items[i].outbound == nil {
-            if let first = firstIndex[items[i].scopedJobId!], let out = items[first].outbound {
-                items[i].outbound = verdict(items[i], json: String(decoding: out.value, as: UTF8.self))
-            }
+            if let decided = standing[items[i].scopedJobId!] { items[i].outbound = answer(items[i], decided: decided, now) }
         }
         // Every consumed message must leave with something, or its offset would block the partition.
         for i in items.indices where items[i].outbound == nil {
