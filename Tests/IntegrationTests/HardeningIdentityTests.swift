@@ -96,10 +96,26 @@ extension LiveStack {
                 #expect(verdict["reason"] == .string(reason), "\(spelling): \(copies[0])")
             }
             // The exact pair: the first device is counted, the second is over the limit of 1.
-            try produce(topics.jobs, [
-                Self.keyed(Jobs.attestation(try Device(), bundleId: bundleId, jobId: "exact-1-\(bundleId)")),
-            ])
+            let device = try Device()
+            try produce(topics.jobs, [Self.keyed(Jobs.attestation(device, bundleId: bundleId, jobId: "exact-1-\(bundleId)"))])
             #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob["exact-1-\(bundleId)"] != nil })
+            // Its assertions under other spellings are refused too and move nothing; under the exact pair, accepted.
+            let assertionSpellings = spellings.filter { $0.reason == "unknown_app" } + spellings.prefix(4)
+            var assertions = [(key: [UInt8]?, value: [UInt8])]()
+            for (n, spelling) in assertionSpellings.enumerated() {
+                let job = Jobs.assertion(device, bundleId: bundleId, jobId: "split-asr-\(n)-\(bundleId)", counter: 1)
+                assertions.append(Self.keyed(Self.respelled(job, team: spelling.team, bundle: spelling.bundle)))
+            }
+            assertions.append(Self.keyed(Jobs.assertion(device, bundleId: bundleId, jobId: "exact-asr-\(bundleId)", counter: 1)))
+            try produce(topics.jobs, assertions)
+            #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob["exact-asr-\(bundleId)"] != nil })
+            for (n, spelling) in assertionSpellings.enumerated() {
+                let copies = try #require(verdicts.verdictsByJob["split-asr-\(n)-\(bundleId)"], "no verdict for \(spelling)")
+                let reason = admitUnknownApps && spelling.reason == "unknown_app" ? "unknown_key" : spelling.reason
+                #expect(JSONValue.parse(Array(copies[0].utf8))?["reason"] == .string(reason), "assertion \(spelling): \(copies[0])")
+            }
+            let accepted = verdicts.verdictsByJob["exact-asr-\(bundleId)"]?.first.flatMap { JSONValue.parse(Array($0.utf8)) }
+            #expect(accepted?["ok"] == .bool(true), "\(String(describing: accepted))")
             try produce(topics.jobs, [
                 Self.keyed(Jobs.attestation(try Device(), bundleId: bundleId, jobId: "exact-2-\(bundleId)")),
             ])

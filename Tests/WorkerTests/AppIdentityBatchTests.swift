@@ -102,6 +102,16 @@ import Worker
         #expect(other["reason"] == .string("job_id_reused"))
         #expect(other["jobId"] == .string("race-2"))
         #expect(batch.store.verdicts[key2]?.json == #"{"jobId":"race-2","from":"other"}"#)
+        // Two contents of one jobId in this batch, and the other worker stored the second: the first is the
+        // reuse, the second gets the stored verdict (not a rejection for coming second in this batch).
+        let third = B.attestationJob(try Device(), jobId: "race-3")
+        let stored = B.attestationJob(try Device(), jobId: "race-3")
+        batch.store.raceVerdicts[ScopedJobId(app: Self.app, jobId: "race-3")] =
+            StoredVerdict(json: #"{"jobId":"race-3","from":"other"}"#, jobDigest: Digest.sha256.hash(stored))
+        let both = try batch.processor().process([batch.message(third), batch.message(stored), batch.message(third)])
+        #expect(batch.verdicts([both[0]])[0]["reason"] == .string("job_id_reused"))
+        #expect(both[1].value == Array(#"{"jobId":"race-3","from":"other"}"#.utf8))
+        #expect(batch.verdicts([both[2]])[0]["reason"] == .string("job_id_reused"))
         #expect(batch.store.counted.isEmpty)
     }
 

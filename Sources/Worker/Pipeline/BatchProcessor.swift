@@ -115,18 +115,16 @@ public final class BatchProcessor: Sendable {
         for record in fetched.values { devices.put(record) }
         try refreshApps(now: now, force: false)
 
-        // A redelivered job gets the stored verdict unchanged, a copy within the batch the first's verdict;
-        // other content under a jobId its app already used gets its own rejection.
+        // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already used
+        // gets its own rejection. A jobId repeated within the batch is decided once, and its other messages are
+        // answered by whichever decision stands once it is stored (another worker's may have come first).
         var toDecide = [Int]()
-        var firstIndex = [ScopedJobId: Int]()
+        var deciding = Set<ScopedJobId>()
         for i in jobs {
             let key = items[i].scopedJobId!
             if let previous = stored[key] {
                 items[i].outbound = answer(items[i], decided: previous, now)
-            } else if let first = firstIndex[key] {
-                if items[first].digest != items[i].digest { items[i].outbound = reuse(items[i], now) }
-            } else {
-                firstIndex[key] = i
+            } else if deciding.insert(key).inserted {
                 toDecide.append(i)
             }
         }
@@ -137,6 +135,7 @@ public final class BatchProcessor: Sendable {
         let ledger = try intelligenceLedger(items, toDecide)
         decide(&items, toDecide, now: now, ledger)
 
+        var standing = [ScopedJobId: StoredVerdict]()
         var round = toDecide
         for _ in 0..<Self.maxRounds where !round.isEmpty {
             let (outcomes, crossings) = try store.commit(round.map { items[$0].decision! })
@@ -145,12 +144,15 @@ public final class BatchProcessor: Sendable {
             for (i, outcome) in zip(round, outcomes) {
                 switch outcome {
                 case .stored:
-                    items[i].outbound = verdict(items[i], json: items[i].decision!.verdictJSON)
+                    let decision = items[i].decision!
+                    items[i].outbound = verdict(items[i], json: decision.verdictJSON)
+                    standing[items[i].scopedJobId!] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
                     remember(items[i])
-                    record(items[i].decision!)
+                    record(decision)
                 case .alreadyDecided(let previous):
                     // Another worker stored this jobId of the app meanwhile.
                     items[i].outbound = answer(items[i], decided: previous, now)
+                    standing[items[i].scopedJobId!] = previous
                 case .counterConflict:
                     conflicts.append(i)
                 }
@@ -170,9 +172,7 @@ public final class BatchProcessor: Sendable {
             throw PGError(code: .client, message: "counter races did not settle after \(Self.maxRounds) rounds", isConnectionLost: false)
         }
         for i in jobs where items[i].outbound == nil {
-            if let first = firstIndex[items[i].scopedJobId!], let out = items[first].outbound {
-                items[i].outbound = verdict(items[i], json: String(decoding: out.value, as: UTF8.self))
-            }
+            if let decided = standing[items[i].scopedJobId!] { items[i].outbound = answer(items[i], decided: decided, now) }
         }
         // Every consumed message must leave with something, or its offset would block the partition.
         for i in items.indices where items[i].outbound == nil {
@@ -325,7 +325,7 @@ public final class BatchProcessor: Sendable {
         let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
         guard let job = item.job else {
             let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
-            return decision(verdict, job: nil, jobId: item.jobId!, app: item.scope, source: source, change: .none)
+            return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none, scope: item.scope)
         }
         let cached = state?.record ?? item.keyBytes.flatMap { devices.get($0)?.record }
         // The key's device as this app knows it: what its identity and risk history go by.
@@ -333,25 +333,25 @@ public final class BatchProcessor: Sendable {
         if let failure = verifier.checkReceivedAt(job, now: now, brokerTimestampMs: item.message.timestampMs) {
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         guard let app = policy(for: job) else {
             let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         if app.challenges == .worker, let failure = challengeFailure(item, job) {
             var verdict = rejection(job, failure, now)
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         }
         switch job.payload {
         case .attestation(let request):
             var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments, now: now) }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
             guard verdict.ok, let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
-                return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
             }
             let record = DeviceRecord(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
@@ -364,7 +364,7 @@ public final class BatchProcessor: Sendable {
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
                 environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
                 metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .attested(device), intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
         case .assertion(let request):
             if state == nil, let keyBytes = item.keyBytes, let cached = devices.get(keyBytes) {
                 state = DeviceState(record: cached.record, key: cached.key)
@@ -381,12 +381,12 @@ public final class BatchProcessor: Sendable {
             }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: known?.record, app: app)
             guard let verified else {
-                return decision(verdict, job: job, jobId: job.jobId, app: job.app, source: source, change: .none, intelligence)
+                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
             }
             state?.record.counter = verified.counter
             sign(&verdict, app: app, intelligence)
             return decision(
-                verdict, job: job, jobId: job.jobId, app: job.app, source: source,
+                verdict, job: job, jobId: job.jobId, source: source,
                 change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
         }
     }
@@ -426,11 +426,12 @@ public final class BatchProcessor: Sendable {
     }
 
     private func decision(
-        _ verdict: Verdict, job: Job?, jobId: String, app: AppIdentity, source: Decision.Source,
-        change: Decision.DeviceChange, _ intelligence: IntelligenceChange? = nil
+        _ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange,
+        _ intelligence: IntelligenceChange? = nil, scope: AppIdentity = .none
     ) -> Decision {
+        // The verdict's scope: the job's app, or for a job that could not be read the pair it names, if valid.
         Decision(
-            jobId: jobId, app: app, kind: job?.kind.rawValue, keyId: job?.keyId,
+            jobId: jobId, app: job?.app ?? scope, kind: job?.kind.rawValue, keyId: job?.keyId,
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
             source: source, change: change, intelligence: intelligence)
