@@ -99,7 +99,7 @@ import Testing
     @Test func theJobReaderRefusesALongChallengeWithItsOwnCode() {
         for c in Self.limitCases where !c.challenge.isEmpty {
             let json = JSONValue.object([
-                ("jobId", .string("j")), ("kind", .string("assertion")), ("teamId", .string("T")), ("bundleId", .string("B")),
+                ("jobId", .string("j")), ("kind", .string("assertion")), ("teamId", .string("ABCDE12345")), ("bundleId", .string("com.example.app")),
                 ("keyId", .string("k")), ("assertion", .string("a")), ("clientData", .string("Y2Q=")),
                 ("challenge", .string(c.challenge)), ("receivedAt", .string("2026-04-24T03:06:40Z")),
             ])

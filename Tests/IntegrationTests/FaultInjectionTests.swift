@@ -125,8 +125,9 @@ extension LiveStack {
         }
 
         /// Guarantee: a jobId is decided once. The same jobId sent again with different content (another
-        /// device's valid attestation) gets the first job's verdict republished unchanged, nothing of the second
-        /// job is stored, and the reuse is reported (a warning naming the jobId and where the message was).
+        /// device's valid attestation) is never answered with the first job's verdict: it gets a
+        /// job_invalid/job_id_reused rejection of its own, nothing of the second job is stored, and the reuse is
+        /// reported (a warning naming the jobId and where the message was).
         @Test func theSameJobIdWithDifferentContentKeepsTheFirstDecision() throws {
             let topics = try Stack.topics("dupid", partitions: 1)
             let bundleId = "com.example.itest.\(UUID().uuidString.prefix(8).lowercased())"
@@ -140,8 +141,11 @@ extension LiveStack {
             try produce(topics.jobs, [(Array(Base64.encode(second.keyId).utf8), Jobs.attestation(second, bundleId: bundleId, jobId: jobId))])
             #expect(verdicts.read(seconds: 60) { $0.count >= 2 }, "\(worker.log.suffix(1500))")
             let copies = try #require(verdicts.verdictsByJob[jobId])
-            #expect(copies.count == 2 && Set(copies).count == 1, "the second job was decided anew: \(copies)")
-            #expect(JSONValue.parse(Array(copies[0].utf8))?["keyId"] == .string(Base64.encode(first.keyId)))
+            #expect(copies.count == 2, "\(copies)")
+            let (decided, reused) = (JSONValue.parse(Array(copies[0].utf8)), JSONValue.parse(Array(copies[1].utf8)))
+            #expect(decided?["keyId"] == .string(Base64.encode(first.keyId)) && decided?["ok"] == .bool(true))
+            #expect(reused?["keyId"] == .string(Base64.encode(second.keyId)) && reused?["ok"] == .bool(false))
+            #expect(reused?["code"] == .string("job_invalid") && reused?["reason"] == .string("job_id_reused"))
             #expect(worker.log.contains("jobId reused with other content"), "the reuse was not reported")
             let connection = try PGConnection(conninfo: try Stack.databaseURL)
             let devices = try connection.execute("SELECT count(*) FROM devices WHERE bundle_id = $1", [.text(bundleId)])

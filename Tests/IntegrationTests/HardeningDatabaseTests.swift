@@ -229,7 +229,11 @@ enum DatabaseFaults {
     /// Inserts a verdict row for `jobId` in the admin's open transaction: a worker writing that jobId waits.
     static func holdVerdict(_ jobId: String, _ admin: PGConnection) throws {
         try admin.execute(
-            "INSERT INTO verdicts (job_id, ok, verdict_json, decided_at) VALUES ($1, false, '{}', now()) ON CONFLICT DO NOTHING",
+            // The scope of a job naming no valid app (``invalidJob``'s): the row the worker's insert waits for.
+            """
+            INSERT INTO verdicts (team_id, bundle_id, job_id, ok, verdict_json, decided_at) VALUES ('', '', $1, false, '{}', now())
+            ON CONFLICT DO NOTHING
+            """,
             [.text(jobId)])
     }
 

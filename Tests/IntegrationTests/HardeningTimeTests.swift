@@ -139,7 +139,9 @@ extension LiveStack {
 
         /// The reproduced attack (140,000 bytes of clientData, a 70,001-byte challenge) and the worst case
         /// under the 512-byte bound (a 512-byte near-match at every position), 60 of each, between an
-        /// attestation and an assertion of a real device: all answered quickly, the real ones accepted.
+        /// attestation and an assertion of a real device: all answered, with their own reasons, and the real ones
+        /// accepted. How much work each costs is bounded by ChallengeBindingTests (comparison counts) and shown by
+        /// `bench core`'s worst-case jobs, not timed here.
         @Test func hugeClientDataAssertionsAreRejectedFast() throws {
             let topics = try Stack.topics("quadratic", partitions: 1)
             let bundleId = "com.example.quadratic.\(UUID().uuidString.prefix(8).lowercased())"
@@ -164,14 +166,9 @@ extension LiveStack {
             var messages: [(key: [UInt8]?, value: [UInt8])] = [(key, Jobs.attestation(device, bundleId: bundleId, jobId: "\(bundleId)-att"))]
             for n in 0..<120 { messages.append(try hostile(n, challenge: n % 2 == 0 ? attack : worst)) }
             messages.append((key, Jobs.assertion(device, bundleId: bundleId, jobId: "\(bundleId)-asr", counter: 1)))
-            let start = Date()
             try produce(topics.jobs, messages)
             let verdicts = try TopicReader(topic: topics.verdicts)
             #expect(verdicts.read(seconds: 120) { $0.count >= messages.count }, "\(worker.log.suffix(2000))")
-            let elapsed = Date().timeIntervalSince(start)
-            // The naive search spent about 2 s of CPU per attack job (release build): the 60 of them alone needed
-            // a minute of both cores. Linear, the whole run takes ~18 s in a debug build, producing included.
-            #expect(elapsed < 50, "\(messages.count) jobs took \(elapsed) s")
             let outcomes = Self.outcomes(verdicts)
             #expect(outcomes["\(bundleId)-att"]?.ok == true && outcomes["\(bundleId)-asr"]?.ok == true)
             for n in 0..<120 {

@@ -4,6 +4,7 @@ import AttestJobs
 import AttestVerifier
 import Foundation
 import KafkaClient
+import PostgresClient
 import Testing
 @testable import Worker
 
@@ -206,12 +207,11 @@ import Testing
         #expect(quota.stopsNewDevices(at: Self.now, limit: 5, graceDays: -3))
     }
 
-    @Test func retriesBackOffDoublingUpToTheirCap() {
-        #expect(WorkerService.backoff(1, first: 0.1, cap: 5) == 0.1)
-        #expect(WorkerService.backoff(2, first: 0.1, cap: 5) == 0.2)
-        #expect(WorkerService.backoff(7, first: 0.1, cap: 5) == 5)
-        #expect(WorkerService.backoff(Int.max, first: 0.1, cap: 5) == 5)
-        #expect(WorkerService.backoff(0, first: 0.005, cap: 0.5) == 0.005)
+    @Test func deliveriesAreRetriedDoublingUpToTheirCap() {
+        var retry = WorkerService.deliveryBackoff
+        let waits = (0..<8).map { _ in retry.next() }
+        #expect(waits == [100, 200, 400, 800, 1600, 3200, 5000, 5000].map(Duration.milliseconds))
+        #expect(WorkerService.seconds(.milliseconds(1500)) == 1.5)
     }
 }
 

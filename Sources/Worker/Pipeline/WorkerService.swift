@@ -348,8 +348,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// Waits `duration` unless the worker stops first; false when stopping.
     private func sleepUnlessStopping(_ duration: Duration) -> Bool {
-        let (seconds, attoseconds) = duration.components
-        let deadline = Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+        let deadline = Date().addingTimeInterval(Self.seconds(duration))
         condition.lock()
         defer { condition.unlock() }
         while !stopping, condition.wait(until: deadline) {}
@@ -371,8 +370,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// message the broker refuses for good (too large, invalid) is replaced by the smallest dead letter of
     /// its original, so its offset still finishes; the producer closing ends the attempts (the offset is not
     /// finished, so the message is redelivered).
-    private func publish(_ out: Outbound, attempt: Int = 0) {
+    private func publish(_ out: Outbound, retry: Backoff = Self.deliveryBackoff) {
         var queueFull = 0
+        var queueBackoff = Backoff(initial: .milliseconds(5), cap: .milliseconds(500))
         while true {
             do {
                 try producer.produce(topic: out.topic, key: out.key, value: out.value, headers: out.headers) { [self] result in
@@ -384,7 +384,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                         // Not from the delivery callback: a full queue would wait for this very thread.
                         DispatchQueue.global().async { [self] in publish(next) }
                     case .success: finished(out)
-                    case .failure(let error): deliveryFailed(out, error, attempt: attempt + 1)
+                    case .failure(let error): deliveryFailed(out, error, retry: retry)
                     }
                 }
                 return
@@ -404,24 +404,25 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                         ("error", .string(error.description)), ("attempt", .int(Int64(queueFull))), ("topic", .string(out.topic)),
                     ])
                 }
-                Thread.sleep(forTimeInterval: Self.backoff(queueFull, first: 0.005, cap: 0.5))
+                Thread.sleep(forTimeInterval: Self.seconds(queueBackoff.next()))
             }
         }
     }
 
     /// A delivery report's failure (on the producer's thread, which must not wait): refused for good, given
     /// up because the producer is closing, or produced again after a capped backoff.
-    private func deliveryFailed(_ out: Outbound, _ error: KafkaError, attempt: Int) {
+    private func deliveryFailed(_ out: Outbound, _ error: KafkaError, retry: Backoff) {
         metrics.errors.labels(["producer"]).increment()
         if error.rejectsMessage { return refused(out, error) }
         if error.code == KafkaError.Code.purgedQueue || error.code == KafkaError.Code.purgedInFlight { return }
         metrics.publishRetries.labels([error.name]).increment()
-        let delay = Self.backoff(attempt, first: 0.1, cap: 5)
+        var retry = retry
+        let delay = Self.seconds(retry.next())
         logger.warning("delivery failed; producing again", [
-            ("error", .string(error.description)), ("attempt", .int(Int64(attempt))), ("delayMs", .int(Int64(delay * 1000))),
+            ("error", .string(error.description)), ("delayMs", .int(Int64(delay * 1000))),
             ("topic", .string(out.topic)),
         ])
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in publish(out, attempt: attempt) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in publish(out, retry: retry) }
     }
 
     /// The broker (or librdkafka's own size check) refused `out` for good: publish the smallest dead letter
@@ -444,9 +445,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         DispatchQueue.global().async { [self] in publish(replacement) }
     }
 
-    /// `first` doubled for each attempt after the first, up to `cap` seconds.
-    static func backoff(_ attempt: Int, first: Double, cap: Double) -> Double {
-        min(cap, first * Double(1 << min(max(attempt - 1, 0), 20)))
+    /// Failed deliveries of one message are produced again after 100 ms, doubling up to 5 s.
+    static let deliveryBackoff = Backoff(initial: .milliseconds(100), cap: .seconds(5))
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
