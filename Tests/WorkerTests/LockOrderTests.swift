@@ -45,24 +45,25 @@ extension AttestStoreTests {
 
     @Test func devicesAreLockedInKeyOrderWhateverTheBatchOrder() throws {
         let db = try Database()
-        try db.addDevice(Self.keyA, counter: 1)
-        try db.addDevice(Self.keyB, counter: 1)
+        let keys = (1...8).map { [UInt8](repeating: UInt8($0), count: 32) }
+        // Stored (hence scanned) and batched highest first, the reverse of key order.
+        for key in keys.reversed() { try db.addDevice(key, counter: 1) }
         let name = "lockorder-\(db.schema)"
         let store = try Self.probedStore(db, name: name)
         let holder = try PGConnection(conninfo: try #require(ProcessInfo.processInfo.environment["ATTEST_DATABASE_URL"]))
         try holder.execute("BEGIN")
-        try holder.execute("SELECT 1 FROM \(db.schema).devices WHERE key_id = $1 FOR UPDATE", [.bytes(Self.keyA)])
-        let outcomes = Self.commitInBackground(store, [
-            Self.decision("b2", .advanced(keyId: Self.keyB, counter: 2)), Self.decision("a2", .advanced(keyId: Self.keyA, counter: 2)),
-        ])
+        try holder.execute("SELECT 1 FROM \(db.schema).devices WHERE key_id = $1 FOR UPDATE", [.bytes(keys[0])])
+        let outcomes = Self.commitInBackground(
+            store, keys.reversed().enumerated().map { n, key in Self.decision("k\(n)", .advanced(keyId: key, counter: 2)) })
         #expect(try Self.waitForLockWait(db.admin, name: name))
-        // keyB comes first in the batch but after keyA in key order: the waiting batch has not locked it.
+        // Every other key comes before the lowest in the batch but after it in key order: none is locked yet.
         try db.admin.execute("BEGIN")
-        try db.admin.execute("SELECT 1 FROM \(db.schema).devices WHERE key_id = $1 FOR UPDATE NOWAIT", [.bytes(Self.keyB)])
+        try db.admin.execute(
+            "SELECT 1 FROM \(db.schema).devices WHERE key_id = ANY($1::bytea[]) FOR UPDATE NOWAIT", [.array(.bytea(Array(keys.dropFirst())))])
         try db.admin.execute("ROLLBACK")
         try holder.execute("ROLLBACK")
-        #expect(outcomes() == [.stored, .stored])
-        #expect(try db.counter(Self.keyA) == 2 && db.counter(Self.keyB) == 2)
+        #expect(outcomes() == Array(repeating: .stored, count: keys.count))
+        for key in keys { #expect(try db.counter(key) == 2) }
     }
 
     @Test func verdictsAreInsertedInJobIdOrderWhateverTheBatchOrder() throws {
