@@ -47,6 +47,38 @@ extension LiveStack {
             #expect(worker.log.contains("\"database recovered\""))
         }
 
+        /// Guarantee: a worker stopped during an outage still shuts down in order: SIGTERM cancels the retries,
+        /// the unstored batch is given up unacknowledged (no offset moves, nothing published), the process exits
+        /// 0 well before the shutdown deadline, and the next worker decides every job once writes are back.
+        @Test func aWorkerStoppedDuringAnOutageExitsInOrderAndTheNextDecidesEverything() throws {
+            let topics = try Stack.topics("stopro")
+            let stream = try JobStream(devices: 4, assertions: 3)
+            try Jobs.registerApp(stream.bundleId)
+            let group = "g-\(UUID().uuidString)"
+            let worker = try WorkerProcess(topics: topics, group: group)
+            #expect(worker.waitFor("/readyz", status: 200, seconds: 30), "\(worker.log.suffix(1500))")
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            do {
+                let admin = try DatabaseFaults.admin()
+                defer { try? DatabaseFaults.setReadOnly(false, admin) }
+                try DatabaseFaults.setReadOnly(true, admin)
+                try DatabaseFaults.terminateWorkerSessions(admin)
+                try produce(topics.jobs, stream.messages)
+                #expect(worker.waitFor(body: "read-only (25006)", seconds: 30), "\(worker.log.suffix(2000))")
+                worker.kill(SIGTERM)
+                #expect(worker.wait(seconds: 12), "the worker did not stop during the outage\n\(worker.log.suffix(2000))")
+                #expect(worker.process.terminationStatus == 0, "\(worker.log.suffix(2000))")
+                #expect(!worker.log.contains("shutdown deadline passed"))
+                #expect(worker.log.contains("\"worker stopped\""))
+                #expect(!verdicts.read(seconds: 1) { !$0.isEmpty }, "a verdict was published while writes failed")
+            }
+            let next = try WorkerProcess(topics: topics, group: group)
+            #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(next.log.suffix(2000))")
+            try FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 3, String(next.log.suffix(1500)))
+            let dead = try TopicReader(topic: topics.deadLetters)
+            #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "jobs were dead-lettered")
+        }
+
         /// Guarantee: sessions terminated over and over mid-load (pg_terminate_backend, as a failover or an
         /// operator does) delay jobs and lose none: every job decided once, nothing dead-lettered.
         @Test func sessionsTerminatedRepeatedlyMidLoadLoseNothing() throws {
