@@ -47,6 +47,38 @@ extension LiveStack {
             #expect(worker.log.contains("\"database recovered\""))
         }
 
+        /// Guarantee: a worker stopped during an outage still shuts down in order: SIGTERM cancels the retries,
+        /// the unstored batch is given up unacknowledged (no offset moves, nothing published), the process exits
+        /// 0 well before the shutdown deadline, and the next worker decides every job once writes are back.
+        @Test func aWorkerStoppedDuringAnOutageExitsInOrderAndTheNextDecidesEverything() throws {
+            let topics = try Stack.topics("stopro")
+            let stream = try JobStream(devices: 4, assertions: 3)
+            try Jobs.registerApp(stream.bundleId)
+            let group = "g-\(UUID().uuidString)"
+            let worker = try WorkerProcess(topics: topics, group: group)
+            #expect(worker.waitFor("/readyz", status: 200, seconds: 30), "\(worker.log.suffix(1500))")
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            do {
+                let admin = try DatabaseFaults.admin()
+                defer { try? DatabaseFaults.setReadOnly(false, admin) }
+                try DatabaseFaults.setReadOnly(true, admin)
+                try DatabaseFaults.terminateWorkerSessions(admin)
+                try produce(topics.jobs, stream.messages)
+                #expect(worker.waitFor(body: "read-only (25006)", seconds: 30), "\(worker.log.suffix(2000))")
+                worker.kill(SIGTERM)
+                #expect(worker.wait(seconds: 12), "the worker did not stop during the outage\n\(worker.log.suffix(2000))")
+                #expect(worker.process.terminationStatus == 0, "\(worker.log.suffix(2000))")
+                #expect(!worker.log.contains("shutdown deadline passed"))
+                #expect(worker.log.contains("\"worker stopped\""))
+                #expect(!verdicts.read(seconds: 1) { !$0.isEmpty }, "a verdict was published while writes failed")
+            }
+            let next = try WorkerProcess(topics: topics, group: group)
+            #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(next.log.suffix(2000))")
+            try FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 3, String(next.log.suffix(1500)))
+            let dead = try TopicReader(topic: topics.deadLetters)
+            #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "jobs were dead-lettered")
+        }
+
         /// Guarantee: sessions terminated over and over mid-load (pg_terminate_backend, as a failover or an
         /// operator does) delay jobs and lose none: every job decided once, nothing dead-lettered.
         @Test func sessionsTerminatedRepeatedlyMidLoadLoseNothing() throws {
@@ -147,8 +179,9 @@ extension LiveStack {
             #expect(worker.waitFor("/readyz", status: 200, seconds: 20))
         }
 
-        /// Guarantee: a job whose own value PostgreSQL refuses (here: a CHECK on the verdict's jobId the test
-        /// adds, standing for any value the schema refuses) is isolated from its batch and answered: a
+        /// Guarantee: a job whose own value PostgreSQL refuses (a device fingerprint too long for its index,
+        /// 54000, which the job parser lets through; and a CHECK on the verdict's jobId the test adds,
+        /// standing for any value the schema refuses) is isolated from its batch and answered: a
         /// job_invalid/unstorable verdict on the verdicts topic keyed like any other with its jobId header, and
         /// a dead letter carrying the jobId. Its neighbours in the same partition and batch are stored as usual.
         @Test func aJobWithAValueThatPostgreSQLRefusesIsAnsweredUnstorableAndItsNeighboursStored() throws {
@@ -160,15 +193,18 @@ extension LiveStack {
             let admin = try DatabaseFaults.admin()
             try admin.execute("ALTER TABLE verdicts ADD CONSTRAINT \(constraint) CHECK (job_id NOT LIKE 'refused-\(id)-%') NOT VALID")
             defer { _ = try? admin.execute("ALTER TABLE verdicts DROP CONSTRAINT \(constraint)") }
-            let device = try Device()
+            let (device, printed) = (try Device(), try Device())
+            // Random base64: an index entry holds at most 2704 bytes, and this does not compress below it.
+            let fingerprint = Base64.encode((0..<6000).map { _ in UInt8.random(in: 0...255) })
             let refused: [(jobId: String, key: [UInt8]?, value: [UInt8])] = [
                 ("refused-\(id)-attestation", Array(Base64.encode(device.keyId).utf8),
                  Jobs.attestation(device, bundleId: stream.bundleId, jobId: "refused-\(id)-attestation")),
                 ("refused-\(id)-invalid", nil, DatabaseFaults.invalidJob("refused-\(id)-invalid")),
+                ("fingerprint-\(id)", Array(Base64.encode(printed.keyId).utf8),
+                 Jobs.attestation(printed, bundleId: stream.bundleId, jobId: "fingerprint-\(id)", metadata: [("deviceFingerprint", .string(fingerprint))])),
             ]
             var messages = stream.messages
-            messages.insert((refused[0].key, refused[0].value), at: 3)
-            messages.insert((refused[1].key, refused[1].value), at: 9)
+            for (n, job) in refused.enumerated() { messages.insert((job.key, job.value), at: 3 + 5 * n) }
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
             try produce(topics.jobs, messages)
 
@@ -193,8 +229,9 @@ extension LiveStack {
             #expect(deadJobIds == Set(refused.map(\.jobId)))
             for letter in dead.messages { #expect(JSONValue.parse(letter.value)?["reason"] == .string("job_invalid")) }
             try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
-            let devices = try admin.execute("SELECT count(*) FROM devices WHERE key_id = $1", [.bytes(device.keyId)])
-            #expect(devices.int(0, 0) == 0, "the refused attestation's device was stored")
+            let devices = try admin.execute("SELECT count(*) FROM devices WHERE key_id = ANY($1::bytea[])", [.array(.bytea([device.keyId, printed.keyId]))])
+            #expect(devices.int(0, 0) == 0, "a refused attestation's device was stored")
+            #expect(worker.log.contains("54000"), "the fingerprint was not refused by its index")
         }
     }
 }

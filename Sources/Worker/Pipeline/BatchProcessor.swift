@@ -212,7 +212,7 @@ public final class BatchProcessor: Sendable {
     /// job_invalid/unstorable verdict, which is published but not stored (it cannot be), because a backend
     /// waits for it. A redelivery meets the same refusal and gets the same answer. A message that is no
     /// job gets the dead letter alone.
-    func unstorable(_ message: KafkaMessage, _ error: PGError) -> Outbound {
+    public func unstorable(_ message: KafkaMessage, _ error: PGError) -> Outbound {
         var item = Item(message: message)
         let now = verifier.clock.now()
         classify(&item, now: now)
