@@ -370,7 +370,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// message the broker refuses for good (too large, invalid) is replaced by the smallest dead letter of
     /// its original, so its offset still finishes; the producer closing ends the attempts (the offset is not
     /// finished, so the message is redelivered).
-    private func publish(_ out: Outbound, retry: Backoff = Self.deliveryBackoff) {
+    private func publish(_ out: Outbound, retry: Backoff = WorkerService.deliveryBackoff) {
         var queueFull = 0
         var queueBackoff = Backoff(initial: .milliseconds(5), cap: .milliseconds(500))
         while true {
@@ -416,8 +416,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         if error.rejectsMessage { return refused(out, error) }
         if error.code == KafkaError.Code.purgedQueue || error.code == KafkaError.Code.purgedInFlight { return }
         metrics.publishRetries.labels([error.name]).increment()
-        var retry = retry
-        let delay = Self.seconds(retry.next())
+        var next = retry
+        let delay = Self.seconds(next.next())
+        let retry = next
         logger.warning("delivery failed; producing again", [
             ("error", .string(error.description)), ("delayMs", .int(Int64(delay * 1000))),
             ("topic", .string(out.topic)),
