@@ -1,7 +1,7 @@
 import AttestCore
 import AttestVerifier
 
-/// A verification job as backends publish it (SPEC 2; Schemas/ is the source of truth), validated field
+/// A verification job as backends publish it (CONTRACT 2; Schemas/ is the source of truth), validated field
 /// by field so that a bad job gets a `job_invalid` verdict naming the field.
 public struct Job: Sendable {
     public enum Kind: String, Sendable {

@@ -10,7 +10,7 @@ public struct JobVerifier: Sendable {
     public let clock: any Clock
     public let timeBounds: TimeBounds
 
-    /// How far a job's receivedAt may lie from now (SPEC 7 defaults: 24 hours back, 60 seconds ahead) and,
+    /// How far a job's receivedAt may lie from now (CONTRACT 7 defaults: 24 hours back, 60 seconds ahead) and,
     /// when set, from the message's broker timestamp.
     public struct TimeBounds: Sendable {
         public var maxAgeSeconds: Int64 = 86_400

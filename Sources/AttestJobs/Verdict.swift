@@ -1,7 +1,7 @@
 import AttestCore
 import AttestVerifier
 
-/// The decision on one job, as published to the results topic and printed by `verify` (SPEC 2).
+/// The decision on one job, as published to the results topic and printed by `verify` (CONTRACT 2).
 public struct Verdict: Sendable {
     public var jobId: String?
     public var kind: Job.Kind?
@@ -79,7 +79,7 @@ public struct Verdict: Sendable {
         return .object(m)
     }
 
-    /// SPEC 7: known keys with their documented types become text / an integer (4 bytes little-endian);
+    /// CONTRACT 7: known keys with their documented types become text / an integer (4 bytes little-endian);
     /// anything else is reported as it is; unknown key names are listed when there are any.
     static func json(_ extensions: AppleExtensions) -> JSONValue {
         var m = [(String, JSONValue)]()

@@ -7,7 +7,7 @@ import Foundation
 /// unexpired tokens still verify against the published JWKS. Rotation is a reordering of the list.
 public struct TokenSigner: Sendable {
     public static let defaultIssuer = "attest-worker"
-    /// SPEC 7: one hour.
+    /// CONTRACT 7: one hour.
     public static let defaultLifetimeSeconds: Int64 = 3600
     /// A verdict is about one moment; a token outliving a year would outlive any key rotation plan.
     public static let maxLifetimeSeconds: Int64 = 366 * 86_400

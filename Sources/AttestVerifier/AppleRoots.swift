@@ -1,4 +1,4 @@
-/// Apple's roots, pinned by the SHA-256 of their DER (SPEC 4; provenance in Tests/Fixtures/vectors/roots).
+/// Apple's roots, pinned by the SHA-256 of their DER (CONTRACT 4; provenance in Tests/Fixtures/vectors/roots).
 public enum AppleRoots {
     /// Apple App Attestation Root CA: anchors the x5c chain.
     public static let appAttestationRoot = try! TrustAnchor(

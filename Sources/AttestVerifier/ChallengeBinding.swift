@@ -5,7 +5,7 @@ import AttestCrypto
 ///
 /// Attestations (vectors/README.md): `clientDataHash` must be the challenge's bytes or their SHA-256; for a
 /// base64 challenge its decoded bytes or their SHA-256 also count (Apple's own sample passes the raw
-/// challenge). Assertions (SPEC 2): the challenge must occur in `clientData`, or, when only the hash is
+/// challenge). Assertions (CONTRACT 2): the challenge must occur in `clientData`, or, when only the hash is
 /// given, the hash must be the challenge's SHA-256.
 ///
 /// Every rule is linear in the job's size: at most two candidates, each hashed once or searched for once

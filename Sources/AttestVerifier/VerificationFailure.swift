@@ -17,7 +17,7 @@ public struct VerificationFailure: Error, Sendable, Equatable, CustomStringConve
     public static func == (a: Self, b: Self) -> Bool { a.code == b.code && a.reason == b.reason }
 }
 
-/// SPEC section 3 codes.
+/// CONTRACT 3 codes.
 public enum FailureCode: String, Sendable, CaseIterable {
     case attestationObjectInvalid = "attestation_object_invalid"
     case assertionInvalid = "assertion_invalid"
@@ -32,7 +32,7 @@ public enum FailureCode: String, Sendable, CaseIterable {
     case jobInvalid = "job_invalid"
 }
 
-/// SPEC section 3 reasons: a bounded set, used as a metric label and stored with verdicts.
+/// CONTRACT 3 reasons: a bounded set, used as a metric label and stored with verdicts.
 public enum FailureReason: String, Sendable, CaseIterable {
     case malformedBase64 = "malformed_base64"
     case malformedCBOR = "malformed_cbor"

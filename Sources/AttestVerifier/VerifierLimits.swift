@@ -1,4 +1,4 @@
-/// Input bounds (SPEC 7 defaults): objects over them are rejected before any parsing.
+/// Input bounds (CONTRACT 7 defaults): objects over them are rejected before any parsing.
 public struct VerifierLimits: Sendable {
     public var maxAttestationObjectBytes = 64 * 1024
     public var maxAssertionBytes = 4 * 1024

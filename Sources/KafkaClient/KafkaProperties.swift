@@ -1,6 +1,6 @@
 internal import CRdKafka
 
-/// librdkafka settings given as text, as in `ATTEST_KAFKA_PROPERTIES` (SPEC 6).
+/// librdkafka settings given as text, as in `ATTEST_KAFKA_PROPERTIES` (CONTRACT 6).
 public enum KafkaProperties {
     /// Parses `key=value` pairs separated by commas or newlines into a dictionary for the clients.
     ///

@@ -1,6 +1,6 @@
 /// Why the HTTP server could not be configured or started.
 ///
-/// `description` names what to fix in one line (it ends up in the one-line start error of SPEC 6);
+/// `description` names what to fix in one line (it ends up in the one-line start error of CONTRACT 6);
 /// `code` is stable for tests and callers.
 public struct HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {

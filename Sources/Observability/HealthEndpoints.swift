@@ -1,4 +1,4 @@
-/// The operational routes of SPEC 6: liveness, readiness and the Prometheus scrape.
+/// The operational routes of CONTRACT 6: liveness, readiness and the Prometheus scrape.
 ///
 /// - `GET /healthz`: 200 `ok` whenever the process can answer at all (liveness: restart only if this fails).
 /// - `GET /readyz`: 200 `ok` when `readiness` returns nil, else 503 with the reason it returned (take it

@@ -3,7 +3,7 @@ import AttestVerifier
 import PostgresClient
 import Worker
 
-/// `attest-worker app add|set|list`: registers apps and their policy (SPEC 5).
+/// `attest-worker app add|set|list`: registers apps and their policy (CONTRACT 5).
 enum AppCommand: Subcommand {
     static let help = """
         usage: attest-worker app add --team T --bundle B [policy options]

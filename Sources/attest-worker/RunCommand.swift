@@ -8,7 +8,7 @@ import Observability
 import PostgresClient
 import Worker
 
-/// `attest-worker run`: the worker service (SPEC 1, 5). Configuration from `--config FILE`/ATTEST_CONFIG and
+/// `attest-worker run`: the worker service (CONTRACT 1, 5). Configuration from `--config FILE`/ATTEST_CONFIG and
 /// the environment, validated and printed (secrets redacted) at start.
 enum RunCommand: Subcommand {
     static let help = """

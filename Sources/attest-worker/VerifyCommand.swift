@@ -33,7 +33,7 @@ enum VerifyCommand: Subcommand {
         Exit status: 0 when every line was processed, 2 on usage or I/O errors.
         """
 
-    /// A line longer than this is not read as a job (SPEC 7: messages up to 256 KiB).
+    /// A line longer than this is not read as a job (CONTRACT 7: messages up to 256 KiB).
     static let maxLineBytes = 256 * 1024
 
     static func run(_ args: inout Arguments) throws -> Int32 {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// attest-worker: the App Attest verification worker and its tools (SPEC 6).
+/// attest-worker: the App Attest verification worker and its tools (CONTRACT 6).
 let usage = """
     usage: attest-worker <command> [options]
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Walks Apple's "Attestation Object Validation Guide" sample step by step, reproducing each value the
 /// guide prints from the bytes. Where the guide's text is wrong, the test pins what the bytes say and
-/// names the error (SPEC 4).
+/// names the error (CONTRACT 4).
 @Suite struct AppleGuideSampleTests {
     let sample = Fixtures.vectorCase("apple_sample_valid")
     let keyId = Base64.decode("zgSY9YSD+7TaDXssY6WlOPVS1K3Lmk+pFhlcSWE+ZV0=")!

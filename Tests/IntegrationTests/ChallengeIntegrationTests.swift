@@ -7,7 +7,7 @@ import PostgresClient
 import Testing
 
 extension LiveStack {
-    /// Worker-issued challenges end to end (SPEC 7 "Challenges"): issued over HTTP or by `challenge new`,
+    /// Worker-issued challenges end to end (CONTRACT 7 "Challenges"): issued over HTTP or by `challenge new`,
     /// consumed once across workers, expiring at receivedAt, and redeliveries keeping their verdicts.
     @Suite struct ChallengeIntegrationTests {
         /// Registers a fresh app whose challenges the worker issues.

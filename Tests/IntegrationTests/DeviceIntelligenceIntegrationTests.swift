@@ -36,7 +36,7 @@ import Testing
 
     static func connection() throws -> PGConnection { try PGConnection(conninfo: try Stack.databaseURL) }
 
-    /// SPEC 7's rule recomputed from the stored verdicts and devices alone, for this month.
+    /// CONTRACT 7's rule recomputed from the stored verdicts and devices alone, for this month.
     static func independentCount(_ bundleId: String, month: String) throws -> Int64? {
         try connection().execute(
             """

@@ -11,7 +11,7 @@ import Synchronization
 import Testing
 import Worker
 
-/// Worker-issued challenges in the batch processor (SPEC 7 check order and single use) with the FakeStore,
+/// Worker-issued challenges in the batch processor (CONTRACT 7 check order and single use) with the FakeStore,
 /// and the issuance endpoint's answers without a database.
 @Suite struct ChallengeTests {
     static let teamId = BatchProcessorTests.teamId

@@ -71,7 +71,11 @@ extension AttestStoreTests {
         let name = "lockorder-v-\(db.schema)"
         let store = try Self.probedStore(db, name: name)
         let holder = try PGConnection(conninfo: try #require(ProcessInfo.processInfo.environment["ATTEST_DATABASE_URL"]))
-        let insert = "INSERT INTO \(db.schema).verdicts (job_id, ok, verdict_json, decided_at) VALUES ($1, false, '{}', now()) ON CONFLICT DO NOTHING"
+        // The decisions' scope (AttestStoreTests.decision's app): the rows the batch's inserts wait for.
+        let insert = """
+            INSERT INTO \(db.schema).verdicts (team_id, bundle_id, job_id, ok, verdict_json, decided_at)
+            VALUES ('TEAM', 'app', $1, false, '{}', now()) ON CONFLICT DO NOTHING
+            """
         try holder.execute("BEGIN")
         try holder.execute(insert, [.text("j-a")])
         let outcomes = Self.commitInBackground(store, [Self.decision("j-b", .none, ok: false), Self.decision("j-a", .none, ok: false)])

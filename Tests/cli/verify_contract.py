@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The `attest-worker verify` command contract (README, SPEC 6/7) checked on the built binary.
+"""The `attest-worker verify` command contract (README, CONTRACT 6/7) checked on the built binary.
 
 usage: verify_contract.py PATH/TO/attest-worker
 A line that is not JSON gets a job_invalid verdict and the run continues; blank lines are skipped; only

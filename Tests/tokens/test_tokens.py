@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Verdict tokens (SPEC 2, 6, 7) checked on the built binary with a standard JWT library (PyJWT).
+"""Verdict tokens (CONTRACT 2, 6, 7) checked on the built binary with a standard JWT library (PyJWT).
 
 usage: test_tokens.py PATH/TO/attest-worker
 

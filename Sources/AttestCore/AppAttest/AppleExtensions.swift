@@ -1,6 +1,6 @@
 /// The CBOR map Apple's 2026 authenticator data carries after the attested credential data (attestations)
 /// or after the 37-byte header (assertions), with or without the ED flag. Values are kept as decoded:
-/// a known key with an unexpected type is reported as it is, not rejected (SPEC 7).
+/// a known key with an unexpected type is reported as it is, not rejected (CONTRACT 7).
 public struct AppleExtensions: Sendable, Equatable {
     public static let bundleVersionKey = "apple_bundle_version_01"
     public static let validationCategoryKey = "apple_validation_category_01"

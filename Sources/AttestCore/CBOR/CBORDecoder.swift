@@ -2,7 +2,7 @@
 /// valid UTF-8 text, a nesting limit, and lengths checked against the bytes left before anything is
 /// allocated, so no input can make it crash, hang or allocate more than a small multiple of its size.
 public struct CBORDecoder: Sendable {
-    /// Arrays, maps and tags deeper than this are rejected (SPEC: 16).
+    /// Arrays, maps and tags deeper than this are rejected (CONTRACT 7: 16).
     public var maxDepth: Int
 
     public init(maxDepth: Int = 16) {

@@ -1,6 +1,6 @@
 /// An X.509 v3 certificate read with the project's strict DER reader: the parts chain verification and the
 /// App Attest checks use, kept as offsets/bytes of the original encoding so signatures are checked over the
-/// exact TBS bytes. Parsing is lean on purpose (SPEC 7: OpenSSL's own parse costs about 130 µs per
+/// exact TBS bytes. Parsing is lean on purpose (CONTRACT 7: OpenSSL's own parse costs about 130 µs per
 /// certificate); the cryptography is still OpenSSL's.
 public struct Certificate: Sendable {
     /// The whole certificate as received.

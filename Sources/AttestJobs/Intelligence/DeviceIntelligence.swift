@@ -1,7 +1,7 @@
 import AttestCore
 import AttestVerifier
 
-/// The verdict's `deviceIntelligence` (SPEC 2): the device's id, its risk score with the factors that
+/// The verdict's `deviceIntelligence` (CONTRACT 2): the device's id, its risk score with the factors that
 /// made it, and what its attestations showed.
 public struct DeviceIntelligence: Sendable, Equatable {
     public var deviceId: String

@@ -1,4 +1,4 @@
-/// The band a risk score falls in (SPEC 2): what clients act on, and what verdict tokens carry.
+/// The band a risk score falls in (CONTRACT 2): what clients act on, and what verdict tokens carry.
 public enum RiskCategory: String, Sendable, Equatable {
     case trusted
     case suspicious

@@ -5,7 +5,7 @@ import Foundation
 import KafkaClient
 
 /// Everything `attest-worker run` needs, read from a configuration file and the environment (which wins),
-/// validated in one place so that every problem is reported at start with a clear message (SPEC 6).
+/// validated in one place so that every problem is reported at start with a clear message (CONTRACT 6).
 ///
 /// The file uses the environment's own names, one `NAME=value` per line (`#` comments), so a deployment can
 /// move settings between the two freely.
@@ -334,7 +334,7 @@ public struct WorkerConfiguration: Sendable {
             }
         }
 
-        /// librdkafka passthrough properties (SPEC 6: "key=value" pairs separated by commas or newlines).
+        /// librdkafka passthrough properties (CONTRACT 6: "key=value" pairs separated by commas or newlines).
         mutating func properties(_ name: String) -> [String: String] {
             do {
                 return try KafkaProperties.parse(values[name] ?? "")

@@ -1,7 +1,7 @@
 import AttestCore
 import AttestJobs
 
-/// Who a device is for monthly active devices, quotas and risk (SPEC 7): the job's deviceFingerprint, else
+/// Who a device is for monthly active devices, quotas and risk (CONTRACT 7): the job's deviceFingerprint, else
 /// the fingerprint stored with its key at attestation, else its keyId, so a regenerated key with the same
 /// fingerprint is the same device. Stored as "fingerprint:…" or "key:<hex>": the two never collide.
 public struct DeviceIdentity: Hashable, Sendable {

@@ -1,4 +1,4 @@
--- 0001: apps, devices and verdicts (SPEC 5). Forward-only: later changes are new numbered files.
+-- 0001: apps, devices and verdicts (CONTRACT 5). Forward-only: later changes are new numbered files.
 
 -- Registered apps and their policy (`attest-worker app`).
 CREATE TABLE apps (

@@ -1,8 +1,8 @@
--- 0002: device intelligence and billing (SPEC 2, 5, 7): monthly active devices, MAD quotas, risk scores.
+-- 0002: device intelligence and billing (CONTRACT 2, 5, 7): monthly active devices, MAD quotas, risk scores.
 -- Written by the worker inside each batch's transaction, only for verdicts the batch newly stored.
 
 -- Each device counted once per app per UTC month (of the job's receivedAt). identity is
--- 'fingerprint:<deviceFingerprint>' or 'key:<keyId hex>' (SPEC 7's rule, applied by the worker).
+-- 'fingerprint:<deviceFingerprint>' or 'key:<keyId hex>' (CONTRACT 7's rule, applied by the worker).
 CREATE TABLE mad_devices (
     team_id     text        NOT NULL,
     bundle_id   text        NOT NULL,

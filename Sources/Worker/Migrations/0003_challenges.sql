@@ -1,4 +1,4 @@
--- 0003: challenges issued by the worker (SPEC 7 "Challenges"), for apps registered with --challenges worker.
+-- 0003: challenges issued by the worker (CONTRACT 7 "Challenges"), for apps registered with --challenges worker.
 
 -- One row per issued challenge: 32 random bytes, single use. A job consumes it by setting used_by_job with
 -- a conditional UPDATE, so two workers can never both consume it, while a redelivery of the job that

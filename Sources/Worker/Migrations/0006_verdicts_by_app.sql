@@ -1,5 +1,5 @@
 -- 0006: a jobId is unique within its app, not globally: the verdicts' key becomes (team_id, bundle_id,
--- job_id), so one app's jobId never finds another app's verdict (SPEC 5). Jobs that name no valid pair
+-- job_id), so one app's jobId never finds another app's verdict (CONTRACT 5). Jobs that name no valid pair
 -- (an App ID prefix of 10 A-Z/0-9 and a bundle identifier, as AppIdentity checks) are scoped to the empty
 -- pair; rows stored before are moved into the scope the worker now computes for them, so a redelivery
 -- still finds its verdict. No row is lost: the old key was job_id alone, so no two rows can meet.

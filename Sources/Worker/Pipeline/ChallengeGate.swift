@@ -4,7 +4,7 @@ import AttestVerifier
 import KafkaClient
 import PostgresClient
 
-/// The challenge step of the check order (SPEC 7): after the receivedAt bounds and the app registration,
+/// The challenge step of the check order (CONTRACT 7): after the receivedAt bounds and the app registration,
 /// before any object check. Only apps registered with `--challenges worker` take part; for the others the
 /// verifier's binding rule is all there is.
 extension BatchProcessor {

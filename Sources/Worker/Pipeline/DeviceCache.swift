@@ -2,7 +2,7 @@ import AttestCrypto
 import Synchronization
 
 /// Attested keys parsed once and kept in memory, with the last counter this worker stored. The counter
-/// here is only a hint for deciding: the database's compare-and-set decides (SPEC 5), and a lost race is
+/// here is only a hint for deciding: the database's compare-and-set decides (CONTRACT 5), and a lost race is
 /// decided again against the stored state.
 public final class DeviceCache: Sendable {
     public struct Entry: Sendable {

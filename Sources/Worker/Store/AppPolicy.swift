@@ -1,7 +1,7 @@
 import AttestJobs
 import AttestVerifier
 
-/// An app's registration (SPEC 5): which environments it accepts and how it uses challenges; quota, token
+/// An app's registration (CONTRACT 5): which environments it accepts and how it uses challenges; quota, token
 /// and risk settings are carried for the features that read them.
 public struct AppPolicy: Sendable, Equatable {
     public enum ChallengeMode: String, Sendable {

@@ -2,13 +2,13 @@ import AttestCore
 import AttestJobs
 import PostgresClient
 
-/// Worker-issued challenges in PostgreSQL (SPEC 7 "Challenges"): storing what ``ChallengeIssuer`` issues,
+/// Worker-issued challenges in PostgreSQL (CONTRACT 7 "Challenges"): storing what ``ChallengeIssuer`` issues,
 /// and the batched, single-use consumption the pipeline performs. State lives only in the database, so any
 /// worker may consume what any other issued.
 public enum ChallengeStore {
-    /// SPEC 7: a challenge is valid for five minutes from issue to the consuming job's receivedAt.
+    /// CONTRACT 7: a challenge is valid for five minutes from issue to the consuming job's receivedAt.
     public static let lifetimeSeconds: Int64 = 300
-    /// SPEC 7: challenges are 32 random bytes.
+    /// CONTRACT 7: challenges are 32 random bytes.
     public static let byteCount = 32
 
     /// Stores `bytes` as a fresh challenge for a registered app, in one statement that also checks the
