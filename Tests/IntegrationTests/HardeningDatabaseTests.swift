@@ -228,7 +228,15 @@ extension LiveStack {
             #expect(dead.messages.count == refused.count, "only the refused jobs are dead-lettered")
             let deadJobIds = Set(dead.messages.compactMap { $0.headers.first { $0.name == "jobId" }.map { String(decoding: $0.value, as: UTF8.self) } })
             #expect(deadJobIds == Set(refused.map(\.jobId)))
-            for letter in dead.messages { #expect(JSONValue.parse(letter.value)?["reason"] == .string("job_invalid")) }
+            for letter in dead.messages {
+                let json = JSONValue.parse(letter.value)
+                #expect(json?["reason"] == .string("job_invalid"))
+                guard case .string(let jobId)? = json?["jobId"] else {
+                    Issue.record("a dead letter without its jobId")
+                    continue
+                }
+                #expect(deadJobIds.contains(jobId))
+            }
             try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
             let devices = try admin.execute("SELECT count(*) FROM devices WHERE key_id = ANY($1::bytea[])", [.array(.bytea([device.keyId, printed.keyId]))])
             #expect(devices.int(0, 0) == 0, "a refused attestation's device was stored")

@@ -204,12 +204,15 @@ public final class BatchProcessor: Sendable {
         }
     }
 
-    func deadLetter(_ message: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ now: Timestamp? = nil) -> Outbound {
+    func deadLetter(
+        _ message: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ now: Timestamp? = nil, jobId: String? = nil
+    ) -> Outbound {
         let now = now ?? verifier.clock.now()
         metrics?.deadLetters.labels([reason.rawValue]).increment()
         return Outbound(
             source: message.topicPartition, sourceOffset: message.offset, topic: settings.deadLetterTopic, key: message.key,
-            value: Array(DeadLetter(reason: reason, message: text).json(for: message, at: now).utf8), headers: [])
+            value: Array(DeadLetter(reason: reason, message: text, jobId: jobId).json(for: message, at: now).utf8),
+            headers: jobId.map { [("jobId", Array($0.utf8))] } ?? [])
     }
 
     /// The answer to a message whose job PostgreSQL refuses to store, deterministically (a value it
@@ -221,9 +224,8 @@ public final class BatchProcessor: Sendable {
         var item = Item(message: message)
         let now = verifier.clock.now()
         classify(&item, now: now)
-        var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now)
+        var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now, jobId: item.jobId)
         guard let jobId = item.jobId else { return dead }
-        dead.headers = [("jobId", Array(jobId.utf8))]
         let failure = VerificationFailure(.jobInvalid, .unstorable, "the database refused the job's values (\(error.summary))")
         let answer = item.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: jobId, failure)
         dead.then = [verdict(item, json: answer.json.serialized())]

@@ -13,6 +13,8 @@ struct DeadLetter {
 
     let reason: Reason
     let message: String
+    /// Set for a job PostgreSQL refused to store, which is answered by a verdict as well.
+    var jobId: String? = nil
 
     /// Originals above this are cut to it (with their size and SHA-256), so that the dead letter itself
     /// stays under the broker's default 1 MB message limit once base64-encoded.
@@ -32,6 +34,7 @@ struct DeadLetter {
             ("valueBase64", .string(Base64.encode(original.value.prefix(Self.maxInlineBytes)))),
             ("deadLetteredAt", .string(now.rfc3339)),
         ]
+        if let jobId { members.append(("jobId", .string(jobId))) }
         if original.value.count > Self.maxInlineBytes {
             members += [
                 ("truncated", .bool(true)), ("originalBytes", .int(Int64(original.value.count))),
