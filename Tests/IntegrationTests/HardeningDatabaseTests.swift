@@ -83,19 +83,20 @@ extension LiveStack {
         /// operator does) delay jobs and lose none: every job decided once, nothing dead-lettered.
         @Test func sessionsTerminatedRepeatedlyMidLoadLoseNothing() throws {
             let topics = try Stack.topics("terminate")
-            let stream = try JobStream(devices: 24, assertions: 12)
+            let stream = try JobStream(devices: 40, assertions: 12)
             try Jobs.registerApp(stream.bundleId)
-            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_BATCH_SIZE": "16"])
+            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_BATCH_SIZE": "8"])
             #expect(worker.waitFor("/readyz", status: 200, seconds: 30), "\(worker.log.suffix(1500))")
             try produce(topics.jobs, stream.messages)
             let verdicts = try TopicReader(topic: topics.verdicts)
             let admin = try DatabaseFaults.admin()
-            var terminated = 0
-            for _ in 0..<20 where verdicts.verdictsByJob.count < stream.expected.count {
-                terminated += try DatabaseFaults.terminateWorkerSessions(admin)
-                _ = verdicts.read(seconds: 0.4) { _ in false }
+            // Rounds that terminated the worker's sessions while jobs were still undecided.
+            var midLoad = 0
+            for _ in 0..<40 where verdicts.verdictsByJob.count < stream.expected.count {
+                if try DatabaseFaults.terminateWorkerSessions(admin) > 0 { midLoad += 1 }
+                _ = verdicts.read(seconds: 0.2) { _ in false }
             }
-            #expect(terminated >= 5, "only \(terminated) sessions terminated")
+            #expect(midLoad >= 2, "sessions terminated mid-load only \(midLoad) times")
             #expect(verdicts.read(seconds: 120) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
             try FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 12, String(worker.log.suffix(1500)))
             let dead = try TopicReader(topic: topics.deadLetters)
@@ -227,7 +228,15 @@ extension LiveStack {
             #expect(dead.messages.count == refused.count, "only the refused jobs are dead-lettered")
             let deadJobIds = Set(dead.messages.compactMap { $0.headers.first { $0.name == "jobId" }.map { String(decoding: $0.value, as: UTF8.self) } })
             #expect(deadJobIds == Set(refused.map(\.jobId)))
-            for letter in dead.messages { #expect(JSONValue.parse(letter.value)?["reason"] == .string("job_invalid")) }
+            for letter in dead.messages {
+                let json = JSONValue.parse(letter.value)
+                #expect(json?["reason"] == .string("job_invalid"))
+                guard case .string(let jobId)? = json?["jobId"] else {
+                    Issue.record("a dead letter without its jobId")
+                    continue
+                }
+                #expect(deadJobIds.contains(jobId))
+            }
             try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
             let devices = try admin.execute("SELECT count(*) FROM devices WHERE key_id = ANY($1::bytea[])", [.array(.bytea([device.keyId, printed.keyId]))])
             #expect(devices.int(0, 0) == 0, "a refused attestation's device was stored")

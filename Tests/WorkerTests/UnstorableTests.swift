@@ -22,6 +22,7 @@ extension BatchProcessorTests {
         let letter = try #require(JSONValue.parse(out.value))
         #expect(letter["reason"] == .string("job_invalid"))
         #expect(letter["message"] == .string("could not be stored: integrity violation (23514)"))
+        #expect(letter["jobId"] == .string("refused-1"))
         let verdict = try #require(out.then.first)
         #expect(out.then.count == 1 && verdict.then.isEmpty)
         #expect(verdict.topic == "verdicts" && verdict.source == job.topicPartition && verdict.sourceOffset == job.offset)
@@ -41,5 +42,6 @@ extension BatchProcessorTests {
         #expect(verdict["jobId"] == .string("refused-2") && verdict["reason"] == .string("unstorable"))
         let garbage = processor().unstorable(message([0xff, 0x00]), Self.refused)
         #expect(garbage.topic == "dead" && garbage.then.isEmpty && garbage.headers.isEmpty)
+        #expect(JSONValue.parse(garbage.value)?["jobId"] == nil)
     }
 }

@@ -17,11 +17,15 @@ public struct DeadLetter: Sendable {
 
     public let reason: Reason
     public let message: String
+    /// Set for a job PostgreSQL refused to store, which is answered by a verdict as well (a classified
+    /// jobId: at most 256 bytes).
+    public let jobId: String?
 
     /// `message` is cut to ``maxMessageBytes`` (it may quote an error from elsewhere).
-    public init(reason: Reason, message: String) {
+    public init(reason: Reason, message: String, jobId: String? = nil) {
         self.reason = reason
         self.message = Self.prefix(message, bytes: Self.maxMessageBytes)
+        self.jobId = jobId
     }
 
     public static let maxMessageBytes = 512
@@ -66,6 +70,7 @@ public struct DeadLetter: Sendable {
             ("valueBase64", .string(Base64.encode(original.value.prefix(valueInline)))),
             ("deadLetteredAt", .string(now.rfc3339)),
         ]
+        if let jobId { members.append(("jobId", .string(jobId))) }
         if valueInline < original.valueBytes {
             members += [
                 ("truncated", .bool(true)), ("originalBytes", .int(Int64(original.valueBytes))),

@@ -203,8 +203,10 @@ public final class BatchProcessor: Sendable {
         }
     }
 
-    func deadLetter(_ message: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ now: Timestamp? = nil) -> Outbound {
-        deadLetter(message, DeadLetter(reason: reason, message: text), now ?? verifier.clock.now())
+    func deadLetter(
+        _ message: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ now: Timestamp? = nil, jobId: String? = nil
+    ) -> Outbound {
+        deadLetter(message, DeadLetter(reason: reason, message: text, jobId: jobId), now ?? verifier.clock.now())
     }
 
     /// The answer to a message whose job PostgreSQL refuses to store, deterministically (a value it
@@ -216,9 +218,8 @@ public final class BatchProcessor: Sendable {
         var item = Item(message: message)
         let now = verifier.clock.now()
         classify(&item, now: now)
-        var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now)
+        var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now, jobId: item.jobId)
         guard let jobId = item.jobId else { return dead }
-        dead.headers = [("jobId", Array(jobId.utf8))]
         let failure = VerificationFailure(.jobInvalid, .unstorable, "the database refused the job's values (\(error.summary))")
         let answer = item.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: jobId, failure)
         dead.then = [verdict(item, json: answer.json.serialized())]
@@ -229,10 +230,11 @@ public final class BatchProcessor: Sendable {
     private func deadLetter(_ message: KafkaMessage, _ letter: DeadLetter, _ now: Timestamp) -> Outbound {
         metrics?.deadLetters.labels([letter.reason.rawValue]).increment()
         let key = OutboundBudget.key(message.key, sha256: message.keySha256)
-        let room = settings.outboundBudget.bytes - (key?.count ?? 0)
+        let headers: [(name: String, value: [UInt8])] = letter.jobId.map { [("jobId", Array($0.utf8))] } ?? []
+        let room = settings.outboundBudget.bytes - OutboundBudget.size(key: key, value: [], headers: headers)
         return Outbound(
             source: message.topicPartition, sourceOffset: message.offset, topic: settings.deadLetterTopic, key: key,
-            value: letter.json(for: message, at: now, maxBytes: room), headers: [], original: message,
+            value: letter.json(for: message, at: now, maxBytes: room), headers: headers, original: message,
             kind: .deadLetter(letter.reason))
     }
 

@@ -317,11 +317,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// batch was not stored and is redelivered.
     private func processWithRetries(_ batch: ArraySlice<KafkaMessage>, _ processor: BatchProcessor) -> [Outbound]? {
         var backoff = Backoff(initial: .milliseconds(50), cap: .seconds(2))
+        var attempts = 0
         while true {
             do {
                 return try processor.process(Array(batch))
             } catch {
-                metrics.errors.labels(["db"]).increment()
+                if error.fault != .cancelled { metrics.errors.labels(["db"]).increment() }
                 switch error.fault {
                 case .cancelled:
                     return nil
@@ -339,7 +340,13 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                     else { return nil }
                     return first + second
                 case .transient:
-                    logger.warning("batch failed; retrying", [("error", .string(error.description)), ("jobs", .int(Int64(batch.count)))])
+                    attempts += 1
+                    // Once, then every 15th attempt (about every 30 s at the 2 s cap), not at the retry rate.
+                    if attempts % 15 == 1 {
+                        logger.warning("batch failed; retrying", [
+                            ("error", .string(error.description)), ("jobs", .int(Int64(batch.count))), ("attempt", .int(Int64(attempts))),
+                        ])
+                    }
                     guard sleepUnlessStopping(backoff.next()) else { return nil }
                 }
             }
