@@ -20,14 +20,13 @@ enum AppKeyCommand: Subcommand {
 
     static func run(_ args: inout Arguments) throws -> Int32 {
         let json = args.flag("json")
-        let team = try args.option("team")
-        let bundle = try args.option("bundle")
+        let teamOption = try args.option("team")
+        let bundleOption = try args.option("bundle")
         let id = try args.option("id")
         let url = try DatabaseOptions.url(&args)
         let positionals = try args.positionals(max: 1)
-        guard let team, !team.isEmpty, let bundle, !bundle.isEmpty else {
-            throw Arguments.UsageError(description: "app key needs --team and --bundle")
-        }
+        let app = try Arguments.app(team: teamOption, bundle: bundleOption, for: "app key")
+        let (team, bundle) = (app.teamId, app.bundleId)
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
         switch positionals.first {
         case "add":

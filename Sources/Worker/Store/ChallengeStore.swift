@@ -109,11 +109,15 @@ extension AttestStore {
     /// Deletes the challenges that expired more than `retainSeconds` ago, `chunk` rows per statement
     /// (each its own short transaction) until none is left; returns how many.
     public func purgeChallenges(retainSeconds: Int64, chunk: Int = 10_000) throws(PGError) -> Int {
+        try purgeInChunks(chunk) { c, limit throws(PGError) in try ChallengeStore.purge(retainSeconds: retainSeconds, limit: limit, on: c) }
+    }
+
+    /// Runs `delete` (up to `limit` rows, its own short transaction) until it deletes fewer than `chunk`, so a
+    /// large backlog never holds locks or grows WAL in one statement; returns how many rows went.
+    func purgeInChunks(_ chunk: Int, _ delete: (PGConnection, Int) throws(PGError) -> Int) throws(PGError) -> Int {
         var total = 0
         while true {
-            let deleted = try connection.run { c throws(PGError) in
-                try ChallengeStore.purge(retainSeconds: retainSeconds, limit: chunk, on: c)
-            }
+            let deleted = try connection.run { c throws(PGError) in try delete(c, chunk) }
             total += deleted
             if deleted < chunk { return total }
         }

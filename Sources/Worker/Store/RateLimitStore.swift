@@ -58,13 +58,6 @@ public enum RateLimitStore {
 extension AttestStore {
     /// Deletes the rate buckets idle for `idleSeconds`, `chunk` rows per statement; returns how many.
     public func purgeRateBuckets(idleSeconds: Int64, chunk: Int = 10_000) throws(PGError) -> Int {
-        var total = 0
-        while true {
-            let deleted = try connection.run { c throws(PGError) in
-                try RateLimitStore.purge(idleSeconds: idleSeconds, limit: chunk, on: c)
-            }
-            total += deleted
-            if deleted < chunk { return total }
-        }
+        try purgeInChunks(chunk) { c, limit throws(PGError) in try RateLimitStore.purge(idleSeconds: idleSeconds, limit: limit, on: c) }
     }
 }
