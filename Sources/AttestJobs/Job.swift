@@ -29,6 +29,10 @@ public struct Job: Sendable {
         "platform",
     ]
 
+    /// Device metadata is stored, indexed (the fingerprint) and echoed in verdicts: ids and versions are
+    /// short, so a longer value is the producer's mistake or an attack, refused here rather than by an index.
+    public static let maxMetadataBytes = 256
+
     public var kind: Kind {
         if case .attestation = payload { return .attestation }
         return .assertion
@@ -130,7 +134,7 @@ public struct Job: Sendable {
         }
         var metadata = [String: String]()
         for name in metadataFields {
-            if let value = fields.optionalString(name) { metadata[name] = value }
+            if let value = fields.optionalString(name, maxBytes: maxMetadataBytes) { metadata[name] = value }
         }
         let storedPublicKey = fields.optionalString("publicKey")
         let storedCounter = fields.optionalCounter("previousCounter")
@@ -165,9 +169,12 @@ public struct Job: Sendable {
             if !value.isEmpty, let message = problem(value) { note(.invalidField, message) }
         }
 
-        mutating func optionalString(_ name: String) -> String? {
+        mutating func optionalString(_ name: String, maxBytes: Int = .max) -> String? {
             switch json[name] {
             case nil, .null?: return nil
+            case .string(let s)? where s.utf8.count > maxBytes:
+                note(.invalidField, "\(name) must be at most \(maxBytes) bytes")
+                return nil
             case .string(let s)? where !s.utf8.contains(0): return s
             default:
                 note(.invalidField, "\(name) must be a string without NUL characters")

@@ -122,6 +122,19 @@ import Testing
         #expect(AppIdentity(validating: "ABCDE12345", "com.example.app")?.appId == "ABCDE12345.com.example.app")
     }
 
+    /// Device metadata is bounded before it reaches a row or an index: 256 bytes pass, 257 are refused
+    /// naming the field, counted in bytes (two-byte characters reach the bound at 128).
+    @Test func deviceMetadataIsBoundedInBytes() {
+        func reason(_ name: String, _ value: String) -> JSONValue? {
+            decide(job(attestationJob().filter { $0.0 != name } + [(name, .string(value))]))["reason"]
+        }
+        for name in ["deviceId", "deviceFingerprint", "subjectId", "deviceModel", "osVersion", "appVersion", "appBuildNumber", "platform"] {
+            #expect(reason(name, String(repeating: "a", count: Job.maxMetadataBytes)) == nil, "\(name)")
+            #expect(reason(name, String(repeating: "a", count: Job.maxMetadataBytes + 1)) == .string("invalid_field"), "\(name)")
+            #expect(reason(name, String(repeating: "é", count: Job.maxMetadataBytes / 2 + 1)) == .string("invalid_field"), "\(name)")
+        }
+    }
+
     @Test func strictJSONParsing() {
         #expect(JSONValue.parse(Array(#"{"a":1,"a":2}"#.utf8)) == nil)
         #expect(JSONValue.parse(Array(#"{"a":1,}"#.utf8)) == nil)

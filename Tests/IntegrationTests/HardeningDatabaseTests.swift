@@ -180,9 +180,10 @@ extension LiveStack {
             #expect(worker.waitFor("/readyz", status: 200, seconds: 20))
         }
 
-        /// Guarantee: a job whose own value PostgreSQL refuses (a device fingerprint too long for its index,
-        /// 54000, which the job parser lets through; and a CHECK on the verdict's jobId the test adds,
-        /// standing for any value the schema refuses) is isolated from its batch and answered: a
+        /// Guarantee: a job whose own value PostgreSQL refuses (a CHECK on the verdict's jobId the test adds,
+        /// standing for any value the schema refuses: the job parser bounds what it knows, so a device
+        /// fingerprint too long for its index is job_invalid/invalid_field before it reaches the database)
+        /// is isolated from its batch and answered: a
         /// job_invalid/unstorable verdict on the verdicts topic keyed like any other with its jobId header, and
         /// a dead letter carrying the jobId. Its neighbours in the same partition and batch are stored as usual.
         @Test func aJobWithAValueThatPostgreSQLRefusesIsAnsweredUnstorableAndItsNeighboursStored() throws {
@@ -197,21 +198,24 @@ extension LiveStack {
             let (device, printed) = (try Device(), try Device())
             // Random base64: an index entry holds at most 2704 bytes, and this does not compress below it.
             let fingerprint = Base64.encode((0..<6000).map { _ in UInt8.random(in: 0...255) })
+            let printedJob = "fingerprint-\(id)"
             let refused: [(jobId: String, key: [UInt8]?, value: [UInt8])] = [
                 ("refused-\(id)-attestation", Array(Base64.encode(device.keyId).utf8),
                  Jobs.attestation(device, bundleId: stream.bundleId, jobId: "refused-\(id)-attestation")),
                 ("refused-\(id)-invalid", nil, DatabaseFaults.invalidJob("refused-\(id)-invalid")),
-                ("fingerprint-\(id)", Array(Base64.encode(printed.keyId).utf8),
-                 Jobs.attestation(printed, bundleId: stream.bundleId, jobId: "fingerprint-\(id)", metadata: [("deviceFingerprint", .string(fingerprint))])),
             ]
             var messages = stream.messages
             for (n, job) in refused.enumerated() { messages.insert((job.key, job.value), at: 3 + 5 * n) }
+            messages.insert(
+                (Array(Base64.encode(printed.keyId).utf8),
+                 Jobs.attestation(printed, bundleId: stream.bundleId, jobId: printedJob, metadata: [("deviceFingerprint", .string(fingerprint))])),
+                at: 13)
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
             try produce(topics.jobs, messages)
 
             let verdicts = try TopicReader(topic: topics.verdicts)
             #expect(
-                verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count + refused.count },
+                verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count + refused.count + 1 },
                 "\(worker.log.suffix(2000))")
             try FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 3, String(worker.log.suffix(1500)))
             for job in refused {
@@ -240,7 +244,9 @@ extension LiveStack {
             try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
             let devices = try admin.execute("SELECT count(*) FROM devices WHERE key_id = ANY($1::bytea[])", [.array(.bytea([device.keyId, printed.keyId]))])
             #expect(devices.int(0, 0) == 0, "a refused attestation's device was stored")
-            #expect(worker.log.contains("54000"), "the fingerprint was not refused by its index")
+            let oversize = try #require(verdicts.verdictsByJob[printedJob]?.first.flatMap { JSONValue.parse(Array($0.utf8)) })
+            #expect(oversize["code"] == .string("job_invalid") && oversize["reason"] == .string("invalid_field"), "\(oversize.serialized())")
+            #expect(!worker.log.contains("54000"), "the oversize fingerprint reached the database")
         }
     }
 }
