@@ -208,7 +208,8 @@ extension LiveStack {
             for (n, job) in refused.enumerated() { messages.insert((job.key, job.value), at: 3 + 5 * n) }
             messages.insert(
                 (Array(Base64.encode(printed.keyId).utf8),
-                 Jobs.attestation(printed, bundleId: stream.bundleId, jobId: printedJob, metadata: [("deviceFingerprint", .string(fingerprint))])),
+                 // Another app's scope, so the stream's own verdicts are counted alone.
+                 Jobs.attestation(printed, bundleId: stream.bundleId + ".printed", jobId: printedJob, metadata: [("deviceFingerprint", .string(fingerprint))])),
                 at: 13)
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
             try produce(topics.jobs, messages)
