@@ -70,3 +70,28 @@ import Worker
         #expect(out.allSatisfy { base.outcome($0).ok })
     }
 }
+
+/// ATTEST_MAX_RECEIVED_BEFORE_BROKER: unset by default (no broker check), else whole seconds ≥ 0.
+@Suite struct BrokerAllowanceSettingTests {
+    let required = ["ATTEST_KAFKA_BROKERS": "127.0.0.1:9092", "ATTEST_DATABASE_URL": "postgresql://db/attest"]
+
+    @Test func unsetByDefaultAndWholeSecondsWhenSet() throws {
+        #expect(try WorkerConfiguration.load(file: nil, environment: required).0.maxReceivedBeforeBrokerSeconds == nil)
+        for (text, value) in [("0", Int64(0)), ("300", 300), ("86400", 86_400)] {
+            let environment = required.merging(["ATTEST_MAX_RECEIVED_BEFORE_BROKER": text]) { a, _ in a }
+            #expect(try WorkerConfiguration.load(file: nil, environment: environment).0.maxReceivedBeforeBrokerSeconds == value)
+        }
+    }
+
+    @Test func anythingElseIsReportedByName() {
+        for bad in ["-1", "1.5", "soon", " 30", "99999999999999999999"] {
+            let environment = required.merging(["ATTEST_MAX_RECEIVED_BEFORE_BROKER": bad]) { a, _ in a }
+            do {
+                _ = try WorkerConfiguration.load(file: nil, environment: environment)
+                Issue.record("\(bad) accepted")
+            } catch {
+                #expect(error.description.contains("ATTEST_MAX_RECEIVED_BEFORE_BROKER"), "\(bad)")
+            }
+        }
+    }
+}

@@ -8,6 +8,8 @@ public struct IssuedChallenge: Sendable, Equatable {
     public var bytes: [UInt8]
     public var teamId: String
     public var bundleId: String
+    /// A job whose receivedAt is earlier than this minus the maximum future skew is backdated: it gets
+    /// `challenge_expired`/`challenge_not_yet_issued` and does not consume the challenge.
     public var issuedAt: Timestamp
     /// A job whose receivedAt is later gets `challenge_expired`.
     public var expiresAt: Timestamp
