@@ -99,7 +99,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         metrics.registry.onCollect { [weak self] in
             guard let self else { return }
             let metrics = self.metrics  // not the enclosing `metrics`, which the closure would hold strongly
-            let inFlight = withMachine { ($0.inFlight, []) }
+            let inFlight = locked { $0.inFlight }
             metrics.inFlight.set(Double(inFlight))
             for (partition, lag) in consumer.lag() { metrics.lag.labels([partition.description]).set(Double(lag)) }
         }
@@ -120,9 +120,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         startWatchdog(deadline: deadline)
         condition.lock()
         while !machine.drained { _ = condition.wait(until: deadline) }
-        let offsets = machine.finalOffsets()
+        let store = machine.finalOffsets()
         condition.unlock()
-        perform(offsets)
+        perform(store)
         do {
             try consumer.commitSync()
         } catch {
@@ -135,7 +135,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// Asks the worker to stop (signal handlers call this).
     public func stop() {
-        withMachine { ((), $0.stop()) }
+        apply { $0.stop() }
         // A lane retrying an outage gives its batch up (redelivered later) instead of holding the shutdown.
         for processor in processors { processor.store.cancelRetries() }
     }
@@ -154,16 +154,16 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     // MARK: Poll thread
 
     private func pollLoop() {
-        while case .poll(let actions) = withMachine({ ($0.nextPoll(), []) }) {
+        while case .poll(let actions) = locked({ $0.nextPoll() }) {
             perform(actions)
             let room = waitForRoom()
             let messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
             metrics.readiness.markReady("broker")
             for message in messages { metrics.consumed.labels([message.topic]).increment() }
-            withMachine { ((), $0.received(messages)) }
+            apply { $0.received(messages) }
         }
-        withMachine { ((), $0.pollStopped()) }
+        apply { $0.pollStopped() }
     }
 
     /// How many messages the buffer can take, once the machine says so (``IntakeStateMachine/pollRoom(now:)``
@@ -171,8 +171,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private func waitForRoom() -> Int {
         var waited = false
         while true {
-            let step = withMachine { ($0.pollRoom(now: .now), []) }
-            switch step {
+            switch locked({ $0.pollRoom(now: .now) }) {
             case .room(let room, let actions):
                 if !actions.isEmpty { logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))]) }
                 perform(actions)
@@ -200,7 +199,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             metrics.batchSeconds.observe(ContinuousClock.now - started)
             for out in outbound { publish(out) }
         }
-        withMachine { ((), $0.laneStopped()) }
+        apply { $0.laneStopped() }
     }
 
     /// Up to `batchSize` of the lane's buffered messages, waiting for them; nil once stopping and drained.
@@ -277,7 +276,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// A batch given up at shutdown: no longer in flight, its offsets unfinished (the next owner redelivers).
     private func abandon(_ batch: [KafkaMessage]) {
-        withMachine { ((), $0.abandoned(batch)) }
+        apply { $0.abandoned(batch) }
     }
 
     /// Publishes `out` until the broker acknowledges it. Every retry is counted and logged, with a capped
@@ -371,19 +370,24 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
     private func finished(_ out: Outbound) {
-        withMachine { ((), $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes)) }
+        apply { $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes) }
     }
 
     /// Runs a transition under the lock, then carries out its actions outside it (the consumer's calls are
     /// thread-safe); `.wakeWaiters` is a broadcast under the lock.
-    @discardableResult
-    private func withMachine<T>(_ transition: (inout IntakeStateMachine) -> (T, [IntakeStateMachine.Action])) -> T {
+    private func apply(_ transition: (inout IntakeStateMachine) -> [IntakeStateMachine.Action]) {
         condition.lock()
-        let (result, actions) = transition(&machine)
+        let actions = transition(&machine)
         if actions.contains(.wakeWaiters) { condition.broadcast() }
         condition.unlock()
         perform(actions)
-        return result
+    }
+
+    /// A transition whose answer the caller acts on, or a reading, under the lock.
+    private func locked<T>(_ body: (inout IntakeStateMachine) -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(&machine)
     }
 
     private func perform(_ actions: [IntakeStateMachine.Action]) {
@@ -393,7 +397,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             case .resume(let partitions): consumer.resume(partitions)
             case .storeOffsets(let offsets): store(offsets)
             case .wakePoller: roomFreed.signal()
-            case .wakeWaiters: break  // under the lock, by `withMachine`
+            case .wakeWaiters: break  // under the lock, by `apply`
             }
         }
     }
@@ -410,7 +414,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     // MARK: Rebalance (poll thread, inside librdkafka's callback)
 
     public func partitionsAssigned(_ partitions: [TopicPartition]) {
-        withMachine { ($0.assigned(partitions), []) }
+        locked { $0.assigned(partitions) }
         logger.info("partitions assigned", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
     }
 
@@ -423,9 +427,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         machine.revoking(partitions)
         while machine.hasInBatch(partitions), Date() < deadline { _ = condition.wait(until: deadline) }
         let drained = !machine.hasInBatch(partitions)
-        let offsets = machine.revoked(partitions)
+        let store = machine.revoked(partitions)
         condition.unlock()
-        perform(offsets)
+        perform(store)
         if !drained { logger.warning("revoked partitions before their jobs finished; they will be redelivered") }
         logger.info("partitions revoked", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
     }
