@@ -289,13 +289,19 @@ import Testing
         #expect(m.count == 0 && m.bytes == 0)
     }
 
+    /// p0's offsets 0 and 1 taken into a batch, then p0 revoked without waiting for them.
+    func revokedWithABatchInFlight(_ machine: inout IntakeStateMachine) -> [KafkaMessage] {
+        let batch = messages(p0, 0..<2)
+        _ = machine.received(batch)
+        _ = take(&machine)
+        machine.revoking([p0])
+        _ = machine.revoked([p0])
+        return batch
+    }
+
     @Test func aReassignedPartitionStartsAFreshLedger() {
         var m = machine(batchSize: 2)
-        let old = messages(p0, 0..<2)
-        _ = m.received(old)
-        _ = take(&m)
-        m.revoking([p0])
-        _ = m.revoked([p0])
+        let old = revokedWithABatchInFlight(&m)
         m.assigned([p0])
         let redelivered = messages(p0, 5..<7)
         #expect(m.received(redelivered) == [.wakeWaiters])
@@ -309,11 +315,7 @@ import Testing
 
     @Test func aFinishFromBeforeARevocationDoesNotFinishTheRedeliveredCopy() {
         var m = machine(batchSize: 2)
-        let old = messages(p0, 0..<2)
-        _ = m.received(old)
-        _ = take(&m)
-        m.revoking([p0])
-        _ = m.revoked([p0])
+        let old = revokedWithABatchInFlight(&m)
         #expect(stored(finish(&m, old[1])).isEmpty, "arrives after the revocation gave up waiting")
         m.assigned([p0])
         let redelivered = messages(p0, 0..<2)
