@@ -190,16 +190,6 @@ import Testing
         #expect(limits.valuePrefixBytes == 512 * 1024, "a dead letter shows the first 512 KiB of an oversize value")
     }
 
-    @Test func theLargestOffsetFinishesWithoutTrapping() {
-        var tracker = OffsetTracker()
-        let partition = TopicPartition(topic: "jobs", partition: 0)
-        tracker.received(partition, offset: .max - 1)
-        tracker.received(partition, offset: .max)
-        tracker.finished(partition, offset: .max - 1)
-        tracker.finished(partition, offset: .max)
-        #expect(tracker.takeCommittable() == [partition: .max])
-    }
-
     @Test func anyStoredGracePeriodIsReadWithoutTrapping() {
         let quota = MonthlyQuota(devices: 5, limitReachedAt: Self.now)
         #expect(!quota.stopsNewDevices(at: Self.now.adding(seconds: 86_400 * 300), limit: 5, graceDays: Int(Int32.max)))

@@ -15,7 +15,8 @@ import PostgresClient
 /// stay in one partition, hence in one lane and in order, and lanes race only as separate workers would,
 /// which the store's compare-and-set already settles.
 ///
-/// Shared state lives behind one condition lock; Kafka calls happen outside it.
+/// All intake state is one ``IntakeStateMachine`` behind a condition lock (which the threads also wait
+/// on); its transitions return the Kafka calls and wake-ups to make, carried out outside the lock.
 public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     public struct Settings: Sendable {
         public var topics: [String]
@@ -59,35 +60,21 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private let producer: KafkaProducer
     private var consumer: KafkaConsumer!
 
-    // Guarded by `condition`.
+    /// Guarded by `condition`, whose waiters are woken by `.wakeWaiters`.
+    private var machine: IntakeStateMachine
     private let condition = NSCondition()
-    /// Per lane: messages not yet taken, from `bufferStarts[lane]` on.
-    private var buffers: [[KafkaMessage]]
-    private var bufferStarts: [Int]
-    private var tracker = OffsetTracker()
-    private var inBatch: [TopicPartition: Int] = [:]
-    private var assigned: Set<TopicPartition> = []
-    private var revoking: Set<TopicPartition> = []
-    private var paused = false
-    /// The poll thread waits on `roomFreed` for room in the buffer.
-    private var roomWanted = false
+    /// The poll thread waits on it for room in the buffer (`.wakePoller`).
     private let roomFreed = DispatchSemaphore(value: 0)
-    private var pauseNewlyAssigned = false
-    private var stopping = false
-    private var pollStopped = false
-    private var lanesRunning = 0
-    private var unacknowledged = 0
-    /// `retainedBytes` of the buffered messages and of the unacknowledged ones.
-    private var bufferedBytes = 0
-    private var unacknowledgedBytes = 0
 
     /// - Parameter processors: one per lane, each with its own store connection.
     public init(settings: Settings, processors: [BatchProcessor], logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
         precondition(!processors.isEmpty, "at least one batch processor")
         self.settings = settings
         self.processors = processors
-        buffers = Array(repeating: [], count: processors.count)
-        bufferStarts = Array(repeating: 0, count: processors.count)
+        let bounds = IntakeBounds(
+            maxMessages: settings.maxBufferedMessages, maxBytes: settings.maxBufferedBytes,
+            maxRecordBytes: settings.messageLimits.maxRetainedBytes, batchSize: settings.batchSize)
+        machine = IntakeStateMachine(lanes: processors.count, bounds: bounds, pauseAfter: .seconds(settings.pauseAfterSeconds))
         self.logger = logger
         self.metrics = metrics
         producer = try KafkaProducer(properties: settings.producerProperties) { error in
@@ -112,15 +99,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         metrics.registry.onCollect { [weak self] in
             guard let self else { return }
             let metrics = self.metrics  // not the enclosing `metrics`, which the closure would hold strongly
-            condition.lock()
-            let inFlight = tracker.totalInFlight
-            condition.unlock()
+            let inFlight = locked { $0.inFlight }
             metrics.inFlight.set(Double(inFlight))
             for (partition, lag) in consumer.lag() { metrics.lag.labels([partition.description]).set(Double(lag)) }
         }
         let pollThread = Thread { [self] in pollLoop() }
         pollThread.name = "kafka-poll"
-        lanesRunning = processors.count
         pollThread.start()
         for lane in processors.indices {
             let batchThread = Thread { [self] in batchLoop(lane: lane) }
@@ -130,15 +114,15 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
 
         condition.lock()
-        while !stopping { condition.wait() }
+        while !machine.stopping { condition.wait() }
         condition.unlock()
         let deadline = Date().addingTimeInterval(settings.shutdownTimeoutSeconds)
         startWatchdog(deadline: deadline)
         condition.lock()
-        while !(pollStopped && lanesRunning == 0 && unacknowledged == 0) { _ = condition.wait(until: deadline) }
-        let offsets = tracker.takeCommittable()
+        while !machine.drained { _ = condition.wait(until: deadline) }
+        let store = machine.finalOffsets()
         condition.unlock()
-        store(offsets)
+        perform(store)
         do {
             try consumer.commitSync()
         } catch {
@@ -151,11 +135,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// Asks the worker to stop (signal handlers call this).
     public func stop() {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        condition.unlock()
-        roomFreed.signal()
+        apply { $0.stop() }
         // A lane retrying an outage gives its batch up (redelivered later) instead of holding the shutdown.
         for processor in processors { processor.store.cancelRetries() }
     }
@@ -174,82 +154,37 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     // MARK: Poll thread
 
     private func pollLoop() {
-        while true {
-            condition.lock()
-            let stop = stopping
-            let toPause = pauseNewlyAssigned && paused ? Array(assigned) : []
-            pauseNewlyAssigned = false
-            condition.unlock()
-            if stop { break }
-            if !toPause.isEmpty { consumer.pause(toPause) }
+        while case .poll(let actions) = locked({ $0.nextPoll() }) {
+            perform(actions)
             let room = waitForRoom()
             let messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
             metrics.readiness.markReady("broker")
             for message in messages { metrics.consumed.labels([message.topic]).increment() }
-            condition.lock()
-            for message in messages where !revoking.contains(message.topicPartition) {
-                tracker.received(message.topicPartition, offset: message.offset)
-                buffers[lane(of: message.topicPartition)].append(message)
-                bufferedBytes += message.retainedBytes
-            }
-            condition.broadcast()
-            condition.unlock()
+            apply { $0.received(messages) }
         }
-        condition.lock()
-        pollStopped = true
-        condition.broadcast()
-        condition.unlock()
+        apply { $0.pollStopped() }
     }
 
-    private var buffered: Int { zip(buffers, bufferStarts).reduce(0) { $0 + $1.0.count - $1.1 } }
-
-    /// How many messages the buffer can take. While it is full, waits until acknowledgements have made
-    /// room for a batch, up to `pauseAfterSeconds`: lanes that freed nothing for that long have stopped
-    /// (PostgreSQL down, say), and then the partitions are paused and 0 is returned (polling goes on for
-    /// the group's sake and serves events only).
+    /// How many messages the buffer can take, once the machine says so (``IntakeStateMachine/pollRoom(now:)``
+    /// waits for the lanes while the buffer is full, then pauses).
     private func waitForRoom() -> Int {
-        let deadline = DispatchTime.now() + settings.pauseAfterSeconds
         var waited = false
         while true {
-            condition.lock()
-            let full = !stopping && !paused && bounds.isFull(messages: count, bytes: bytes)
-            if !full {
-                let room = paused ? 0 : bounds.room(messages: count, bytes: bytes)
-                condition.unlock()
+            switch locked({ $0.pollRoom(now: .now) }) {
+            case .room(let room, let actions):
+                if !actions.isEmpty { logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))]) }
+                perform(actions)
                 return room
-            }
-            roomWanted = true
-            condition.unlock()
-            if !waited {
-                logger.debug("buffer full; waiting for the lanes", [("limit", .int(Int64(settings.maxBufferedMessages)))])
-                waited = true
-            }
-            guard roomFreed.wait(timeout: deadline) == .timedOut else { continue }
-            condition.lock()
-            roomWanted = false
-            paused = bounds.isFull(messages: count, bytes: bytes)
-            let pauseNow = paused ? Array(assigned) : []
-            condition.unlock()
-            if !pauseNow.isEmpty {
-                consumer.pause(pauseNow)
-                logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))])
+            case .wait(let deadline):
+                if !waited {
+                    logger.debug("buffer full; waiting for the lanes", [("limit", .int(Int64(settings.maxBufferedMessages)))])
+                    waited = true
+                }
+                _ = roomFreed.wait(timeout: .now() + Self.seconds(deadline - .now))
             }
         }
     }
-
-    /// Buffered plus unacknowledged jobs: what the buffer limit bounds. Under the lock.
-    private var count: Int { buffered + unacknowledged }
-    /// The same in bytes.
-    private var bytes: Int { bufferedBytes + unacknowledgedBytes }
-    private var bounds: IntakeBounds {
-        IntakeBounds(
-            maxMessages: settings.maxBufferedMessages, maxBytes: settings.maxBufferedBytes,
-            maxRecordBytes: settings.messageLimits.maxRetainedBytes, batchSize: settings.batchSize)
-    }
-
-    /// The lane serving a partition: fixed while the process runs, so a partition's jobs stay in order.
-    private func lane(of partition: TopicPartition) -> Int { Int(partition.partition.magnitude) % processors.count }
 
     // MARK: Batch threads
 
@@ -264,48 +199,25 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             metrics.batchSeconds.observe(ContinuousClock.now - started)
             for out in outbound { publish(out) }
         }
-        condition.lock()
-        lanesRunning -= 1
-        condition.broadcast()
-        condition.unlock()
+        apply { $0.laneStopped() }
     }
 
-    /// Under the lock: once paused and the buffered plus unacknowledged jobs are down to half the limit,
-    /// unpauses and returns the partitions to resume, outside the lock (the consumer's calls are
-    /// thread-safe). Checked both when a batch is taken and when a job is acknowledged: the jobs in flight
-    /// may be what keeps the count high after the buffers have emptied, and then only an acknowledgement
-    /// can bring it down.
-    private func partitionsToResume() -> [TopicPartition] {
-        guard paused && bounds.resumes(messages: count, bytes: bytes) else { return [] }
-        paused = false
-        return Array(assigned)
-    }
-
-    /// Up to `batchSize` of the lane's buffered messages; nil once stopping and drained.
+    /// Up to `batchSize` of the lane's buffered messages, waiting for them; nil once stopping and drained.
     private func nextBatch(lane: Int) -> [KafkaMessage]? {
-        var resume: [TopicPartition] = []
-        defer { if !resume.isEmpty { consumer.resume(resume) } }
         condition.lock()
-        defer { condition.unlock() }
-        while buffers[lane].count == bufferStarts[lane] {
-            if stopping && pollStopped { return nil }
-            condition.wait()
+        while true {
+            switch machine.takeBatch(lane: lane) {
+            case .wait:
+                condition.wait()
+            case .exit:
+                condition.unlock()
+                return nil
+            case .process(let batch, let actions):
+                condition.unlock()
+                perform(actions)
+                return batch
+            }
         }
-        let start = bufferStarts[lane]
-        let end = min(buffers[lane].count, start + settings.batchSize)
-        let batch = Array(buffers[lane][start..<end])
-        bufferStarts[lane] = end
-        if end > 4096 && end * 2 > buffers[lane].count {
-            buffers[lane].removeFirst(end)
-            bufferStarts[lane] = 0
-        }
-        for message in batch { inBatch[message.topicPartition, default: 0] += 1 }
-        unacknowledged += batch.count
-        let batchBytes = batch.reduce(0) { $0 + $1.retainedBytes }
-        bufferedBytes -= batchBytes
-        unacknowledgedBytes += batchBytes
-        resume = partitionsToResume()
-        return batch
     }
 
     /// Transient database failures (an outage, a read-only standby, a deadlock, a timeout) are retried
@@ -358,18 +270,13 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         let deadline = Date().addingTimeInterval(Self.seconds(duration))
         condition.lock()
         defer { condition.unlock() }
-        while !stopping, condition.wait(until: deadline) {}
-        return !stopping
+        while !machine.stopping, condition.wait(until: deadline) {}
+        return !machine.stopping
     }
 
     /// A batch given up at shutdown: no longer in flight, its offsets unfinished (the next owner redelivers).
     private func abandon(_ batch: [KafkaMessage]) {
-        condition.lock()
-        for message in batch { inBatch[message.topicPartition, default: 1] -= 1 }
-        unacknowledged -= batch.count
-        unacknowledgedBytes -= batch.reduce(0) { $0 + $1.retainedBytes }
-        condition.broadcast()
-        condition.unlock()
+        apply { $0.abandoned(batch) }
     }
 
     /// Publishes `out` until the broker acknowledges it. Every retry is counted and logged, with a capped
@@ -463,25 +370,39 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
     private func finished(_ out: Outbound) {
+        apply { $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes) }
+    }
+
+    /// Runs a transition under the lock, then carries out its actions outside it (the consumer's calls are
+    /// thread-safe); `.wakeWaiters` is a broadcast under the lock.
+    private func apply(_ transition: (inout IntakeStateMachine) -> [IntakeStateMachine.Action]) {
         condition.lock()
-        tracker.finished(out.source, offset: out.sourceOffset)
-        inBatch[out.source, default: 1] -= 1
-        unacknowledged -= 1
-        unacknowledgedBytes -= out.original.retainedBytes
-        let offsets = tracker.takeCommittable()
-        let resume = partitionsToResume()
-        // The poll thread is woken once there is room for a batch, not for every acknowledgement.
-        let freed = roomWanted && bounds.wakes(messages: count, bytes: bytes)
-        if freed { roomWanted = false }
-        condition.broadcast()
+        let actions = transition(&machine)
+        if actions.contains(.wakeWaiters) { condition.broadcast() }
         condition.unlock()
-        if freed { roomFreed.signal() }
-        if !resume.isEmpty { consumer.resume(resume) }
-        store(offsets)
+        perform(actions)
+    }
+
+    /// A transition whose answer the caller acts on, or a reading, under the lock.
+    private func locked<T>(_ body: (inout IntakeStateMachine) -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(&machine)
+    }
+
+    private func perform(_ actions: [IntakeStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .pause(let partitions): consumer.pause(partitions)
+            case .resume(let partitions): consumer.resume(partitions)
+            case .storeOffsets(let offsets): store(offsets)
+            case .wakePoller: roomFreed.signal()
+            case .wakeWaiters: break  // under the lock, by `apply`
+            }
+        }
     }
 
     private func store(_ offsets: [TopicPartition: Int64]) {
-        guard !offsets.isEmpty else { return }
         do {
             try consumer.storeOffsets(offsets)
         } catch {
@@ -493,11 +414,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     // MARK: Rebalance (poll thread, inside librdkafka's callback)
 
     public func partitionsAssigned(_ partitions: [TopicPartition]) {
-        condition.lock()
-        assigned.formUnion(partitions)
-        revoking.subtract(partitions)
-        pauseNewlyAssigned = paused
-        condition.unlock()
+        locked { $0.assigned(partitions) }
         logger.info("partitions assigned", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
     }
 
@@ -505,26 +422,14 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// the current batch to be stored and acknowledged, then stores the final offsets; the wrapper commits
     /// them before the partitions are given up.
     public func partitionsRevoked(_ partitions: [TopicPartition]) {
-        let set = Set(partitions)
         let deadline = Date().addingTimeInterval(settings.revokeTimeoutSeconds)
         condition.lock()
-        revoking.formUnion(set)
-        for lane in buffers.indices {
-            buffers[lane] = buffers[lane][bufferStarts[lane]...].filter { !set.contains($0.topicPartition) }
-            bufferStarts[lane] = 0
-        }
-        bufferedBytes = buffers.reduce(0) { $0 + $1.reduce(0) { $0 + $1.retainedBytes } }
-        while partitions.contains(where: { (inBatch[$0] ?? 0) > 0 }), Date() < deadline {
-            _ = condition.wait(until: deadline)
-        }
-        let drained = !partitions.contains(where: { (inBatch[$0] ?? 0) > 0 })
-        let offsets = tracker.takeCommittable()
-        for partition in partitions {
-            tracker.remove(partition)
-            assigned.remove(partition)
-        }
+        machine.revoking(partitions)
+        while machine.hasInBatch(partitions), Date() < deadline { _ = condition.wait(until: deadline) }
+        let drained = !machine.hasInBatch(partitions)
+        let store = machine.revoked(partitions)
         condition.unlock()
-        store(offsets)
+        perform(store)
         if !drained { logger.warning("revoked partitions before their jobs finished; they will be redelivered") }
         logger.info("partitions revoked", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
     }

@@ -1,0 +1,324 @@
+import KafkaClient
+
+/// Everything the intake knows, as one value: what each partition has received, has in a batch and has
+/// finished (so only the contiguous finished prefix is ever stored: nothing before an offset is left
+/// without its verdict in PostgreSQL and its publication acknowledged), the lanes' buffers and what they
+/// hold in messages and bytes, pause/resume, assignment and shutdown.
+///
+/// Pure: no librdkafka, no clock (instants are passed in), no locking (``WorkerService`` holds it under
+/// its lock). Each transition returns the ``Action``s its caller carries out after unlocking, so every
+/// rule here runs in a unit test.
+struct IntakeStateMachine {
+    /// What the threads do for the machine, outside the lock.
+    enum Action: Equatable {
+        case pause([TopicPartition])
+        case resume([TopicPartition])
+        /// The next offset to consume, per partition, after its finished prefix.
+        case storeOffsets([TopicPartition: Int64])
+        /// Lanes waiting for messages, a revocation or the shutdown waiting for jobs, sleeping retries.
+        case wakeWaiters
+        /// The poll thread waiting for room.
+        case wakePoller
+    }
+
+    /// What the poll thread does next.
+    enum PollStep: Equatable {
+        case stop
+        case poll(then: [Action])
+    }
+
+    /// How many records the next poll may take, or how long to wait for room first.
+    enum PollRoom: Equatable {
+        case room(Int, then: [Action])
+        case wait(until: ContinuousClock.Instant)
+    }
+
+    /// What a lane does next.
+    enum LaneStep {
+        case process([KafkaMessage], then: [Action])
+        case wait
+        case exit
+    }
+
+    /// One partition's offsets and jobs in batches.
+    private struct Ledger {
+        /// Offsets received and not yet finished, in arrival order, from `pendingStart` on.
+        var pending: [Int64] = []
+        var pendingStart = 0
+        var finished: Set<Int64> = []
+        /// The next offset to consume after the finished prefix; nil until a first message finishes.
+        var committable: Int64?
+        /// The last value handed out to be stored.
+        var stored: Int64?
+        /// Messages taken into a batch and not yet finished or abandoned. Kept across a revocation: the
+        /// batch still ends, and the buffer bound counts it until then.
+        var inBatch = 0
+
+        var inFlight: Int { pending.count - pendingStart }
+
+        /// An offset not pending (finished already, or received before a revocation) changes nothing.
+        mutating func finish(_ offset: Int64) {
+            guard isPending(offset) else { return }
+            finished.insert(offset)
+            while pendingStart < pending.count, finished.remove(pending[pendingStart]) != nil {
+                // Saturating: an offset is the broker's word, and Int64.max must not trap the worker.
+                let (next, overflow) = pending[pendingStart].addingReportingOverflow(1)
+                committable = overflow ? .max : next
+                pendingStart += 1
+            }
+            if pendingStart > 1024 && pendingStart * 2 > pending.count {
+                pending.removeFirst(pendingStart)
+                pendingStart = 0
+            }
+        }
+
+        /// Offsets arrive in increasing order, so a binary search finds them; a miss (a finish from before a
+        /// revocation, or a broker that went back) is confirmed by a scan, so nothing pending is ignored.
+        func isPending(_ offset: Int64) -> Bool {
+            var (low, high) = (pendingStart, pending.count)
+            while low < high {
+                let middle = low + (high - low) / 2
+                if pending[middle] < offset { low = middle + 1 } else { high = middle }
+            }
+            return low < pending.count && pending[low] == offset || pending[pendingStart...].contains(offset)
+        }
+
+        /// Forgets the offsets (revoked: the next owner redelivers what did not finish).
+        mutating func forgetOffsets() { self = Ledger(inBatch: inBatch) }
+    }
+
+    let bounds: IntakeBounds
+    /// How long the buffer may stay full before the partitions are paused.
+    let pauseAfter: Duration
+    private var ledgers: [TopicPartition: Ledger] = [:]
+    /// Per lane: messages not yet taken, from `bufferStarts[lane]` on.
+    private var buffers: [[KafkaMessage]]
+    private var bufferStarts: [Int]
+    /// `retainedBytes` of the buffered messages.
+    private var bufferedBytes = 0
+    /// Messages in batches (the ledgers' `inBatch` summed) and their `retainedBytes`.
+    private var unacknowledged = 0
+    private var unacknowledgedBytes = 0
+    private var assignedPartitions: Set<TopicPartition> = []
+    private var revokingPartitions: Set<TopicPartition> = []
+    private var paused = false
+    /// The poll thread found the buffer full at this instant and waits for room, up to `pauseAfter`.
+    private var fullSince: ContinuousClock.Instant?
+    /// The poll thread waits to be woken for room.
+    private var roomWanted = false
+    /// Partitions assigned while paused are paused by the poll thread before its next poll.
+    private var pauseNewlyAssigned = false
+    private(set) var stopping = false
+    private var pollHasStopped = false
+    private var lanesRunning: Int
+
+    init(lanes: Int, bounds: IntakeBounds, pauseAfter: Duration) {
+        precondition(lanes > 0, "at least one lane")
+        self.bounds = bounds
+        self.pauseAfter = pauseAfter
+        buffers = Array(repeating: [], count: lanes)
+        bufferStarts = Array(repeating: 0, count: lanes)
+        lanesRunning = lanes
+    }
+
+    // MARK: Poll thread
+
+    /// Before each poll: stop once stopping, else pause what was assigned while paused.
+    mutating func nextPoll() -> PollStep {
+        guard !stopping else { return .stop }
+        let pause = pauseNewlyAssigned && paused ? sorted(assignedPartitions) : []
+        pauseNewlyAssigned = false
+        return .poll(then: pause.isEmpty ? [] : [.pause(pause)])
+    }
+
+    /// While the buffer is full, the poll thread waits for acknowledgements to make room for a batch, up
+    /// to `pauseAfter`: lanes that freed nothing for that long have stopped (PostgreSQL down, say), and
+    /// then the partitions are paused and the room is 0 (polling goes on for the group's sake and serves
+    /// events only). Until then librdkafka's bounded prefetch holds what follows, which pausing would
+    /// discard.
+    mutating func pollRoom(now: ContinuousClock.Instant) -> PollRoom {
+        guard !stopping && !paused && bounds.isFull(messages: count, bytes: bytes) else {
+            fullSince = nil
+            roomWanted = false
+            return .room(paused ? 0 : bounds.room(messages: count, bytes: bytes), then: [])
+        }
+        let since = fullSince ?? now
+        fullSince = since
+        let deadline = since + pauseAfter
+        guard now >= deadline else {
+            roomWanted = true
+            return .wait(until: deadline)
+        }
+        fullSince = nil
+        roomWanted = false
+        paused = true
+        return .room(0, then: assignedPartitions.isEmpty ? [] : [.pause(sorted(assignedPartitions))])
+    }
+
+    /// A poll's messages, buffered for their lanes; those of partitions being revoked are dropped (the
+    /// next owner gets them).
+    mutating func received(_ messages: [KafkaMessage]) -> [Action] {
+        guard !messages.isEmpty else { return [] }
+        for message in messages where !revokingPartitions.contains(message.topicPartition) {
+            ledgers[message.topicPartition, default: Ledger()].pending.append(message.offset)
+            buffers[lane(of: message.topicPartition)].append(message)
+            bufferedBytes += message.retainedBytes
+        }
+        return [.wakeWaiters]
+    }
+
+    mutating func pollStopped() -> [Action] {
+        pollHasStopped = true
+        return [.wakeWaiters]
+    }
+
+    // MARK: Lanes
+
+    /// The lane serving a partition: fixed while the process runs, so a partition's jobs stay in order.
+    func lane(of partition: TopicPartition) -> Int { Int(partition.partition.magnitude) % buffers.count }
+
+    /// Up to `bounds.batchSize` of the lane's buffered messages; exit once stopping and drained.
+    mutating func takeBatch(lane: Int) -> LaneStep {
+        let start = bufferStarts[lane]
+        guard buffers[lane].count > start else { return stopping && pollHasStopped ? .exit : .wait }
+        let end = min(buffers[lane].count, start + bounds.batchSize)
+        let batch = Array(buffers[lane][start..<end])
+        bufferStarts[lane] = end
+        if end > 4096 && end * 2 > buffers[lane].count {
+            buffers[lane].removeFirst(end)
+            bufferStarts[lane] = 0
+        }
+        let batchBytes = batch.reduce(0) { $0 + $1.retainedBytes }
+        for message in batch { ledgers[message.topicPartition, default: Ledger()].inBatch += 1 }
+        unacknowledged += batch.count
+        bufferedBytes -= batchBytes
+        unacknowledgedBytes += batchBytes
+        return .process(batch, then: resumeIfHalf())
+    }
+
+    /// The broker acknowledged what was published for this offset: it finishes, the finished prefix is
+    /// stored, and the room it frees may resume the partitions or wake the poll thread (once there is
+    /// room for a batch, not for every acknowledgement).
+    mutating func finished(_ partition: TopicPartition, offset: Int64, retainedBytes: Int) -> [Action] {
+        ledgers[partition]?.finish(offset)
+        leaveBatch(partition, count: 1, bytes: retainedBytes)
+        var actions: [Action] = [.wakeWaiters]
+        if roomWanted && bounds.wakes(messages: count, bytes: bytes) {
+            roomWanted = false
+            actions.append(.wakePoller)
+        }
+        actions += resumeIfHalf()
+        let offsets = takeCommittable()
+        if !offsets.isEmpty { actions.append(.storeOffsets(offsets)) }
+        return actions
+    }
+
+    /// A batch given up at shutdown: no longer in flight, its offsets unfinished (the next owner
+    /// redelivers).
+    mutating func abandoned(_ batch: [KafkaMessage]) -> [Action] {
+        for message in batch { leaveBatch(message.topicPartition, count: 1, bytes: message.retainedBytes) }
+        return [.wakeWaiters]
+    }
+
+    mutating func laneStopped() -> [Action] {
+        lanesRunning -= 1
+        return [.wakeWaiters]
+    }
+
+    private mutating func leaveBatch(_ partition: TopicPartition, count: Int, bytes: Int) {
+        if let inBatch = ledgers[partition]?.inBatch {
+            ledgers[partition]!.inBatch = max(0, inBatch - count)
+        }
+        unacknowledged = max(0, unacknowledged - count)
+        unacknowledgedBytes = max(0, unacknowledgedBytes - bytes)
+    }
+
+    /// Once paused and the buffered plus unacknowledged jobs are down to half the limit, unpauses.
+    /// Checked both when a batch is taken and when a job is acknowledged: the jobs in flight may be what
+    /// keeps the count high after the buffers have emptied, and then only an acknowledgement can bring
+    /// it down.
+    private mutating func resumeIfHalf() -> [Action] {
+        guard paused && bounds.resumes(messages: count, bytes: bytes) else { return [] }
+        paused = false
+        return assignedPartitions.isEmpty ? [] : [.resume(sorted(assignedPartitions))]
+    }
+
+    // MARK: Rebalance
+
+    mutating func assigned(_ partitions: [TopicPartition]) {
+        assignedPartitions.formUnion(partitions)
+        revokingPartitions.subtract(partitions)
+        pauseNewlyAssigned = paused
+    }
+
+    /// First step of a revocation: the partitions' buffered messages are dropped (the next owner gets
+    /// them) and what they poll from now on is; their jobs in batches are waited for (`hasInBatch`).
+    mutating func revoking(_ partitions: [TopicPartition]) {
+        let set = Set(partitions)
+        revokingPartitions.formUnion(set)
+        for lane in buffers.indices {
+            buffers[lane] = buffers[lane][bufferStarts[lane]...].filter { !set.contains($0.topicPartition) }
+            bufferStarts[lane] = 0
+        }
+        bufferedBytes = buffers.reduce(0) { $0 + $1.reduce(0) { $0 + $1.retainedBytes } }
+    }
+
+    func hasInBatch(_ partitions: [TopicPartition]) -> Bool {
+        partitions.contains { (ledgers[$0]?.inBatch ?? 0) > 0 }
+    }
+
+    /// Last step of a revocation: the finished prefixes are stored (the consumer commits them before
+    /// giving the partitions up), then the partitions' offsets are forgotten.
+    mutating func revoked(_ partitions: [TopicPartition]) -> [Action] {
+        let offsets = takeCommittable()
+        for partition in partitions {
+            if ledgers[partition]?.inBatch ?? 0 > 0 { ledgers[partition]!.forgetOffsets() } else { ledgers[partition] = nil }
+            assignedPartitions.remove(partition)
+        }
+        return offsets.isEmpty ? [] : [.storeOffsets(offsets)]
+    }
+
+    // MARK: Shutdown
+
+    mutating func stop() -> [Action] {
+        stopping = true
+        return [.wakeWaiters, .wakePoller]
+    }
+
+    /// Polling and lanes have stopped and every job taken is acknowledged or abandoned.
+    var drained: Bool { pollHasStopped && lanesRunning == 0 && unacknowledged == 0 }
+
+    /// The final offsets, stored before the last commit.
+    mutating func finalOffsets() -> [Action] {
+        let offsets = takeCommittable()
+        return offsets.isEmpty ? [] : [.storeOffsets(offsets)]
+    }
+
+    // MARK: Accounting
+
+    /// Messages received and not finished, all partitions.
+    var inFlight: Int { ledgers.values.reduce(0) { $0 + $1.inFlight } }
+
+    /// Buffered plus unacknowledged messages: what the buffer limit bounds.
+    var count: Int { zip(buffers, bufferStarts).reduce(0) { $0 + $1.0.count - $1.1 } + unacknowledged }
+    /// The same in bytes.
+    var bytes: Int { bufferedBytes + unacknowledgedBytes }
+    var isPaused: Bool { paused }
+
+    /// Per partition, the next offset after the finished prefix, when it moved since it was last taken.
+    private mutating func takeCommittable() -> [TopicPartition: Int64] {
+        var result = [TopicPartition: Int64]()
+        for (key, ledger) in ledgers {
+            if let next = ledger.committable, next != ledger.stored {
+                result[key] = next
+                ledgers[key]!.stored = next
+            }
+        }
+        return result
+    }
+
+    /// Assignment order is a set's; sorted so actions compare and log the same every time.
+    private func sorted(_ partitions: Set<TopicPartition>) -> [TopicPartition] {
+        partitions.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
+    }
+}
