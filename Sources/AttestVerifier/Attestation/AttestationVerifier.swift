@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 
 /// Decides one attestation: accepted with the verified key and receipt, or rejected with the first
 /// failing step's code and reason, in the order of vectors/README.md.
@@ -113,6 +114,12 @@ public struct AttestationVerifier: Sendable {
         } catch {
             let reason: FailureReason = error == .trailingData ? .trailingData : .malformedCBOR
             return .failure(VerificationFailure(.attestationObjectInvalid, reason, "authenticator data: \(error)"))
+        }
+        // A COSE key whose coordinates are no P-256 point is a bad COSE key, decided here rather than by a
+        // later nonce or key mismatch. AttestCore parses it without libcrypto; OpenSSL's import checks the point.
+        guard ECPublicKey(p256Point: authenticatorData.credential!.publicKey) != nil else {
+            return .failure(
+                VerificationFailure(.attestationObjectInvalid, .malformedCBOR, "authenticator data: COSE key is not a P-256 point"))
         }
         return .success(
             AttestationContext(
