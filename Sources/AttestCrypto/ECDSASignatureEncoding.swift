@@ -69,6 +69,12 @@ public enum ECDSASignatureEncoding {
     /// r ‖ s with s replaced by n − s when it is high; the same signature otherwise.
     public static func lowS(p256Raw raw: [UInt8]) -> [UInt8] {
         guard raw.count == 64, !isLowS(p256Raw: raw) else { return raw }
+        return negatingS(p256Raw: raw)
+    }
+
+    /// r ‖ (n − s) for a P-256 r ‖ s (64 bytes, 0 < s < n): the twin that verifies as well, high where s is low.
+    public static func negatingS(p256Raw raw: [UInt8]) -> [UInt8] {
+        precondition(raw.count == 64, "a P-256 r ‖ s is 64 bytes")
         var out = raw
         var borrow = 0
         for i in (0..<32).reversed() {
