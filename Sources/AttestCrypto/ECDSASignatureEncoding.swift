@@ -9,18 +9,16 @@ public enum ECDSASignatureEncoding {
     public static func raw(fromDER der: [UInt8], coordinateSize: Int) -> [UInt8]? {
         let sig = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             var cursor = buffer.baseAddress
-            let parsed = d2i_ECDSA_SIG(nil, &cursor, buffer.count)
-            if parsed != nil && cursor != buffer.baseAddress.map({ $0 + buffer.count }) {
-                ECDSA_SIG_free(parsed)
-                return nil
-            }
-            return parsed
+            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
         }
         guard let sig else {
             ERR_clear_error()
             return nil
         }
         defer { ECDSA_SIG_free(sig) }
+        // d2i takes BER (long-form lengths) and stops before trailing bytes: only an input that re-encodes to
+        // itself is one DER signature (OpenSSL's verification decides the same way).
+        guard encode(sig) == der else { return nil }
         var out = [UInt8](repeating: 0, count: 2 * coordinateSize)
         let written = out.withUnsafeMutableBufferPointer { buffer in
             let size = Int32(coordinateSize)
@@ -44,6 +42,11 @@ public enum ECDSASignatureEncoding {
             BN_free(s)
             return nil
         }
+        return encode(sig)
+    }
+
+    /// The DER encoding of an ECDSA_SIG.
+    private static func encode(_ sig: OpaquePointer) -> [UInt8]? {
         let length = i2d_ECDSA_SIG(sig, nil)
         guard length > 0 else { return nil }
         var out = [UInt8](repeating: 0, count: Int(length))
