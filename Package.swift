@@ -17,6 +17,8 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
+        // Duration in nanoseconds, milliseconds and seconds, for every module that hands one to an API.
+        .target(name: "Durations"),
         // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
         .target(name: "AttestCore"),
         // The only module that calls libcrypto for verification: digests and ECDSA.
@@ -33,10 +35,10 @@ let package = Package(
         // Consumed Kafka records as plain values (no librdkafka), what classification and its fuzz target read.
         .target(name: "KafkaRecords"),
         // Thin owners of librdkafka and libpq objects.
-        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords"]),
-        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations"]),
+        .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints.
-        .target(name: "Observability", dependencies: ["CMicroHTTPD"]),
+        .target(name: "Observability", dependencies: ["CMicroHTTPD", "Durations"]),
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
@@ -50,6 +52,7 @@ let package = Package(
                 "Observability"]
         ),
 
+        .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),

@@ -9,18 +9,16 @@ public enum ECDSASignatureEncoding {
     public static func raw(fromDER der: [UInt8], coordinateSize: Int) -> [UInt8]? {
         let sig = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             var cursor = buffer.baseAddress
-            let parsed = d2i_ECDSA_SIG(nil, &cursor, buffer.count)
-            if parsed != nil && cursor != buffer.baseAddress.map({ $0 + buffer.count }) {
-                ECDSA_SIG_free(parsed)
-                return nil
-            }
-            return parsed
+            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
         }
         guard let sig else {
             ERR_clear_error()
             return nil
         }
         defer { ECDSA_SIG_free(sig) }
+        // d2i takes BER (long-form lengths) and stops before trailing bytes: only an input that re-encodes to
+        // itself is one DER signature (OpenSSL's verification decides the same way).
+        guard encode(sig) == der else { return nil }
         var out = [UInt8](repeating: 0, count: 2 * coordinateSize)
         let written = out.withUnsafeMutableBufferPointer { buffer in
             let size = Int32(coordinateSize)
@@ -44,6 +42,11 @@ public enum ECDSASignatureEncoding {
             BN_free(s)
             return nil
         }
+        return encode(sig)
+    }
+
+    /// The DER encoding of an ECDSA_SIG.
+    private static func encode(_ sig: OpaquePointer) -> [UInt8]? {
         let length = i2d_ECDSA_SIG(sig, nil)
         guard length > 0 else { return nil }
         var out = [UInt8](repeating: 0, count: Int(length))
@@ -69,6 +72,12 @@ public enum ECDSASignatureEncoding {
     /// r ‖ s with s replaced by n − s when it is high; the same signature otherwise.
     public static func lowS(p256Raw raw: [UInt8]) -> [UInt8] {
         guard raw.count == 64, !isLowS(p256Raw: raw) else { return raw }
+        return negatingS(p256Raw: raw)
+    }
+
+    /// r ‖ (n − s) for a P-256 r ‖ s (64 bytes, 0 < s < n): the twin that verifies as well, high where s is low.
+    public static func negatingS(p256Raw raw: [UInt8]) -> [UInt8] {
+        precondition(raw.count == 64, "a P-256 r ‖ s is 64 bytes")
         var out = raw
         var borrow = 0
         for i in (0..<32).reversed() {

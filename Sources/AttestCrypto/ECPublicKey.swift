@@ -87,12 +87,6 @@ public final class ECPublicKey: @unchecked Sendable {
 
     deinit { EVP_PKEY_free(key) }
 
-    /// The fixed DER header of a P-256 SubjectPublicKeyInfo before the 65-byte point.
-    private static let p256SPKIPrefix: [UInt8] = [
-        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
-        0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-    ]
-
     /// Verifies a DER ECDSA signature over a precomputed digest. OpenSSL rejects non-DER encodings
     /// (it re-encodes and compares), accepts high-S values, and checks 0 < r, s < n.
     public func verify(signature: [UInt8], digest: [UInt8]) -> Bool {

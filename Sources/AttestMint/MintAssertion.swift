@@ -23,15 +23,20 @@ extension Device {
         let nonce = Digest.sha256(authenticatorData, clientDataHash)
         let digest = options.signedDigest == .hashOfNonce ? Digest.sha256.hash(nonce) : nonce
         let signed = try (options.signingDevice ?? self).key.sign(digest: digest)
-        guard var signature = ECDSASignature(der: signed) else { throw MintError("unexpected ECDSA signature encoding") }
-        if options.sValue != .asSigned { signature = signature.normalizingS(high: options.sValue == .high) }
-
-        let encoded: [UInt8] = switch options.encoding {
-        case .der: signature.der
-        case .p1363: signature.p1363
-        case .derWithTrailingByte: signature.der + [0]
-        case .zeroR: DER.sequence([DER.integer(0), DER.integer(magnitude: signature.s)])
+        guard var raw = ECDSASignatureEncoding.raw(fromDER: signed, coordinateSize: 32) else {
+            throw MintError("unexpected ECDSA signature encoding")
         }
+        if options.sValue != .asSigned, ECDSASignatureEncoding.isLowS(p256Raw: raw) == (options.sValue == .high) {
+            raw = ECDSASignatureEncoding.negatingS(p256Raw: raw)
+        }
+
+        let encoded: [UInt8]? = switch options.encoding {
+        case .der: ECDSASignatureEncoding.der(fromRaw: raw)
+        case .p1363: raw
+        case .derWithTrailingByte: ECDSASignatureEncoding.der(fromRaw: raw).map { $0 + [0] }
+        case .zeroR: ECDSASignatureEncoding.der(fromRaw: [UInt8](repeating: 0, count: 32) + raw[32...])
+        }
+        guard let encoded else { throw MintError("cannot DER-encode the ECDSA signature") }
         let assertion = CBORItem.map([("signature", .bytes(encoded)), ("authenticatorData", .bytes(authenticatorData))])
         return MintedAssertion(assertion: assertion.encoded, authenticatorData: authenticatorData, signature: encoded)
     }

@@ -1,4 +1,5 @@
 internal import CRdKafka
+import Durations
 import Synchronization
 
 /// Hears about partition assignment changes so the application can prepare or drain its per-partition work.
@@ -215,9 +216,7 @@ public final class KafkaConsumer: Sendable {
     }
 
     private static func milliseconds(until deadline: ContinuousClock.Instant, clock: ContinuousClock) -> Int32 {
-        let left = clock.now.duration(to: deadline).components
-        guard left.seconds >= 0 else { return 0 }
-        return Int32(clamping: left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000)
+        Int32(clamping: max(0, clock.now.duration(to: deadline).wholeMilliseconds))
     }
 }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import Durations
 import Synchronization
 
 #if canImport(Glibc)
@@ -44,7 +45,7 @@ final class ConnectionDeadlines: @unchecked Sendable {
         self.cuts = cuts
         let interval = min(Duration.seconds(1), deadline / 4)
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attest.http.deadlines"))
-        let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+        let nanoseconds = interval.wholeNanoseconds
         timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(max(1_000_000, nanoseconds)))
         timer.setEventHandler { [weak self] in self?.sweep(now: .now) }
         timer.setCancelHandler { [stopped] in stopped.signal() }

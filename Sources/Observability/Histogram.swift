@@ -1,3 +1,5 @@
+import Durations
+
 /// A Prometheus histogram family with fixed buckets: latencies in seconds, or sizes (batch sizes) with
 /// buckets to match. Created once through ``MetricsRegistry/histogram(_:help:labelNames:buckets:maxSeries:)``.
 public final class Histogram: MetricFamily, Sendable {
@@ -49,8 +51,7 @@ public final class Histogram: MetricFamily, Sendable {
 
         /// Records a duration in seconds.
         public func observe(_ duration: Duration) {
-            let (seconds, attoseconds) = duration.components
-            observe(Double(seconds) + Double(attoseconds) * 1e-18)
+            observe(duration.timeInterval)
         }
 
         /// Runs `body` and records how long it took.

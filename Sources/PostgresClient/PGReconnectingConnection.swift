@@ -1,4 +1,5 @@
 import Dispatch
+import Durations
 import Synchronization
 
 /// A connection that survives database faults: `run` retries its body on a fresh connection after every
@@ -92,7 +93,7 @@ public final class PGReconnectingConnection: @unchecked Sendable {
                 guard !cancelled.load(ordering: .acquiring) else { throw Self.cancelledError }
                 retriesSinceSuccess += 1
                 onRetry?(error, attempt, wait)
-                _ = wakeUp.wait(timeout: .now() + .nanoseconds(Self.nanoseconds(wait)))
+                _ = wakeUp.wait(timeout: .now() + .nanoseconds(wait.wholeNanoseconds))
             }
         }
     }
@@ -116,10 +117,5 @@ public final class PGReconnectingConnection: @unchecked Sendable {
             conninfo: conninfo, applicationName: applicationName, connectTimeoutSeconds: connectTimeoutSeconds)
         connection = fresh
         return fresh
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     }
 }

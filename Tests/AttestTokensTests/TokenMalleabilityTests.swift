@@ -56,6 +56,44 @@ import Testing
         #expect(!ECDSASignatureEncoding.isLowS(p256Raw: r))  // not 64 bytes
     }
 
+    @Test func negatingSGivesTheTwinAndUndoesItself() {
+        let r = [UInt8](repeating: 7, count: 32)
+        var one = [UInt8](repeating: 0, count: 32)
+        one[31] = 1
+        var orderMinusOne = Self.order
+        orderMinusOne[31] -= 1
+        for s in [one, orderMinusOne, Self.halfOrder, [UInt8](repeating: 0x5a, count: 32)] {
+            let twin = ECDSASignatureEncoding.negatingS(p256Raw: r + s)
+            #expect(twin == r + Self.negated(s[...]))
+            #expect(ECDSASignatureEncoding.negatingS(p256Raw: twin) == r + s)
+            #expect(ECDSASignatureEncoding.isLowS(p256Raw: twin) != ECDSASignatureEncoding.isLowS(p256Raw: r + s))
+        }
+    }
+
+    /// raw(fromDER:) takes DER only: no BER length, no padded or negative integers, nothing after, nothing wider
+    /// than the coordinates.
+    @Test func rawFromDERIsStrict() {
+        let r = [UInt8](repeating: 0x11, count: 32)
+        let s = [UInt8](repeating: 0x22, count: 32)
+        let der = ECDSASignatureEncoding.der(fromRaw: r + s)!
+        #expect(der == [0x30, 68, 0x02, 32] + r + [0x02, 32] + s)
+        #expect(ECDSASignatureEncoding.raw(fromDER: der, coordinateSize: 32) == r + s)
+        let notDER: [[UInt8]] = [
+            [0x30, 0x81, 68, 0x02, 32] + r + [0x02, 32] + s,  // long-form length
+            [0x30, 69, 0x02, 33, 0x00] + r + [0x02, 32] + s,  // a padded, non-minimal integer
+            [0x30, 68, 0x02, 32] + [0x91] + r.dropFirst() + [0x02, 32] + s,  // a negative r
+            [0x30, 68, 0x02, 32] + r + [0x02, 31] + s.dropFirst(),  // lengths that do not add up
+            [0x30, 68, 0x02, 0x81, 32] + r + [0x02, 31] + s.dropFirst(),  // a long-form integer length
+            [0x31, 68, 0x02, 32] + r + [0x02, 32] + s,  // a SET, not a SEQUENCE
+            der + [0x00], Array(der.dropLast()), [],
+        ]
+        for bytes in notDER {
+            #expect(ECDSASignatureEncoding.raw(fromDER: bytes, coordinateSize: 32) == nil, "\(bytes.prefix(6))")
+        }
+        let wide = ECDSASignatureEncoding.der(fromRaw: [0x01] + r + [0x00] + s)!  // a 33-byte r
+        #expect(ECDSASignatureEncoding.raw(fromDER: wide, coordinateSize: 32) == nil)
+    }
+
     @Test func aHighSTokenIsRefusedAndTheLowOneAccepted() throws {
         let signer = try TokenTests.signer(TokenKeys.current)
         let verifier = TokenTests.verifier(signer.jwks)

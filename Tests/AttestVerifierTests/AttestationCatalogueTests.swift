@@ -133,6 +133,66 @@ import Testing
         #expect(F.verify(AttestationOptions(coseKey: key)).outcome == "attestation_object_invalid/malformed_cbor")
     }
 
+    /// The P-256 field prime p: a coordinate at or above it is no field element.
+    static let p256Prime: [UInt8] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 12)
+        + [UInt8](repeating: 0xff, count: 12)
+
+    /// {1: 2, 3: -7, -1: 1, -2: x, -3: y}: the shape of a valid COSE key around any coordinates.
+    static func coseKey(x: [UInt8], y: [UInt8]) -> CBORItem {
+        .map([(1, 2), (3, -7), (-1, 1), (-2, .bytes(x)), (-3, .bytes(y))])
+    }
+
+    /// Coordinates that are no P-256 point, in a key of the right shape: each a bad COSE key at this step,
+    /// not a later public_key_mismatch (the leaf certifies the device's real key).
+    static let offCurveCoordinates: [(x: [UInt8], y: [UInt8])] = {
+        let x = Array(F.device.publicKeyX962[1...32])
+        let y = Array(F.device.publicKeyX962[33...64])
+        var nudged = y
+        nudged[31] ^= 0x01
+        let zero = [UInt8](repeating: 0, count: 32)
+        let ones = [UInt8](repeating: 0xff, count: 32)
+        return [
+            (x, nudged),  // off the curve
+            (p256Prime, y), (ones, y), (x, p256Prime), (x, ones),  // a coordinate ≥ p
+            (zero, zero),  // the point at infinity's all-zero spelling
+            (zero, y), (x, zero),
+        ]
+    }()
+
+    @Test func coseKeyPointMustBeOnP256() {
+        for (x, y) in Self.offCurveCoordinates {
+            #expect(F.verify(AttestationOptions(coseKey: Self.coseKey(x: x, y: y))).outcome
+                == "attestation_object_invalid/malformed_cbor", "x \(x) y \(y)")
+        }
+    }
+
+    @Test func coseKeyPointOffP256InAnotherwiseMintedObjectIsMalformedNotANonceMismatch() {
+        let m = F.mint()
+        let key = CBORItem.coseKey(publicKeyX962: F.device.publicKeyX962).encoded
+        let start = m.authData.firstRange(of: key)!.lowerBound
+        for (x, y) in Self.offCurveCoordinates {
+            var authData = m.authData
+            authData.replaceSubrange(start..<start + key.count, with: Self.coseKey(x: x, y: y).encoded)
+            let object = MintedAttestation.encodeObject(
+                x5c: [m.leafDER, m.intermediateDER], receipt: m.receipt, authData: authData)
+            #expect(F.verify(F.request(object)).outcome == "attestation_object_invalid/malformed_cbor", "x \(x) y \(y)")
+        }
+    }
+
+    @Test func coseKeyCoordinatesMustBe32Bytes() {
+        let x = Array(F.device.publicKeyX962[1...32])
+        let y = Array(F.device.publicKeyX962[33...64])
+        let wrong: [(x: [UInt8], y: [UInt8])] = [
+            ([], y), (x, []), (Array(x.dropFirst()), y), (x, Array(y.dropFirst())),
+            ([0] + x, y), (x, [0] + y), (x + [0], y), ([0x04] + x + y, []),
+        ]
+        for (x, y) in wrong {
+            #expect(F.verify(AttestationOptions(coseKey: Self.coseKey(x: x, y: y))).outcome
+                == "attestation_object_invalid/malformed_cbor", "x \(x.count) bytes, y \(y.count) bytes")
+        }
+        #expect(F.verify(AttestationOptions(coseKey: Self.coseKey(x: x, y: y))).outcome == "ok")
+    }
+
     @Test func extensionMapWithOrWithoutTheEDFlag() throws {
         let withED = try F.verify(AttestationOptions(flags: 0xC0)).get()
         #expect(withED.extensions?.validationCategoryNumber == 1)

@@ -9,12 +9,8 @@ public struct AssertionObject: Sendable {
     public let authenticatorData: [UInt8]
 
     public init(cbor bytes: [UInt8], maxDepth: Int = 16) throws(Failure) {
-        let top: CBORValue
-        do {
-            top = try CBORDecoder(maxDepth: maxDepth).decodeMap(bytes)
-        } catch {
-            throw error.kind == .trailingData ? .trailingData : .malformed("\(error)")
-        }
+        let top = try CBORDecoder(maxDepth: maxDepth).decodeObjectMap(
+            bytes, trailing: Failure.trailingData, malformed: Failure.malformed)
         guard case .bytes(let signature)? = top["signature"] else { throw .malformed("signature missing or not bytes") }
         guard case .bytes(let authData)? = top["authenticatorData"], authData.count >= 37 else {
             throw .malformed("authenticatorData missing, not bytes or shorter than 37 bytes")

@@ -18,12 +18,8 @@ public struct AttestationObject: Sendable {
     public let authenticatorData: [UInt8]
 
     public init(cbor bytes: [UInt8], maxDepth: Int = 16) throws(Failure) {
-        let top: CBORValue
-        do {
-            top = try CBORDecoder(maxDepth: maxDepth).decodeMap(bytes)
-        } catch {
-            throw error.kind == .trailingData ? .trailingData : .malformed("\(error)")
-        }
+        let top = try CBORDecoder(maxDepth: maxDepth).decodeObjectMap(
+            bytes, trailing: Failure.trailingData, malformed: Failure.malformed)
         guard case .text(let format)? = top["fmt"] else { throw .malformed("fmt missing or not text") }
         guard case .map? = top["attStmt"] else { throw .malformed("attStmt missing or not a map") }
         guard case .bytes(let authData)? = top["authData"] else { throw .malformed("authData missing or not bytes") }

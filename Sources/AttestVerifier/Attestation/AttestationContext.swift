@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 
 /// Everything the attestation checks read, decoded from the request (steps 0–2), and what the checks
 /// establish as they pass, in order.
@@ -9,6 +10,8 @@ struct AttestationContext {
     let object: AttestationObject
     let authenticatorData: AuthenticatorData
     let credential: AttestedCredentialData
+    /// The credential's point imported by OpenSSL (so it is on P-256); equal to the leaf's key once checked.
+    let credentialKey: ECPublicKey
     let policy: EnvironmentPolicy
     let time: Timestamp
     let trust: TrustConfiguration

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 
 /// Decides one attestation: accepted with the verified key and receipt, or rejected with the first
 /// failing step's code and reason, in the order of vectors/README.md.
@@ -37,7 +38,7 @@ public struct AttestationVerifier: Sendable {
         }
         return .success(
             VerifiedAttestation(
-                keyId: context.keyId, publicKey: context.leaf.publicKey, environment: context.environment,
+                keyId: context.keyId, publicKey: context.leaf.publicKey, key: context.credentialKey, environment: context.environment,
                 counter: context.authenticatorData.counter, receipt: context.receipt,
                 extensions: context.authenticatorData.extensions, verificationTime: time))
     }
@@ -114,10 +115,18 @@ public struct AttestationVerifier: Sendable {
             let reason: FailureReason = error == .trailingData ? .trailingData : .malformedCBOR
             return .failure(VerificationFailure(.attestationObjectInvalid, reason, "authenticator data: \(error)"))
         }
+        // A COSE key whose coordinates are no P-256 point is a bad COSE key, decided here rather than by a
+        // later nonce or key mismatch. AttestCore parses it without libcrypto; OpenSSL's import checks the point,
+        // and the key it makes is the one an accepted attestation hands on for assertions.
+        guard let credentialKey = ECPublicKey(p256Point: authenticatorData.credential!.publicKey) else {
+            return .failure(
+                VerificationFailure(.attestationObjectInvalid, .malformedCBOR, "authenticator data: COSE key is not a P-256 point"))
+        }
         return .success(
             AttestationContext(
                 appId: request.appId, keyId: keyId, clientDataHash: clientDataHash, object: object,
-                authenticatorData: authenticatorData, credential: authenticatorData.credential!, policy: policy,
+                authenticatorData: authenticatorData, credential: authenticatorData.credential!, credentialKey: credentialKey,
+                policy: policy,
                 time: time, trust: trust))
     }
 }

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+import AttestVerifier
 import Foundation
 import Synchronization
 
@@ -26,20 +27,23 @@ public final class Logger: Sendable {
     }
 
     public let level: Level
+    private let clock: any Clock
     private let sink: @Sendable (String) -> Void
     private let lock = Mutex(())
 
-    /// - Parameter sink: where lines go (stderr by default; tests capture them).
-    public init(level: Level, sink: (@Sendable (String) -> Void)? = nil) {
+    /// - Parameters:
+    ///   - clock: what `ts` reads (the wall clock by default; tests pin it).
+    ///   - sink: where lines go (stderr by default; tests capture them).
+    public init(level: Level, clock: any Clock = SystemClock(), sink: (@Sendable (String) -> Void)? = nil) {
         self.level = level
+        self.clock = clock
         self.sink = sink ?? { line in FileHandle.standardError.write(Data(line.utf8)) }
     }
 
     public func log(_ level: Level, _ message: StaticString, _ fields: [(String, JSONValue)] = []) {
         guard level >= self.level else { return }
-        let now = Timestamp(microseconds: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()))
         let line = JSONValue.object(
-            [("ts", .string(now.rfc3339)), ("level", .string(level.name)), ("msg", .string("\(message)"))] + fields
+            [("ts", .string(clock.now().rfc3339)), ("level", .string(level.name)), ("msg", .string("\(message)"))] + fields
         ).serialized() + "\n"
         lock.withLock { _ in sink(line) }
     }

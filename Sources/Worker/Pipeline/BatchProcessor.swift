@@ -352,7 +352,7 @@ public final class BatchProcessor: Sendable {
         case .attestation(let request):
             var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments, now: now) }
             let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
-            guard verdict.ok, let verified, let key = ECPublicKey(p256Point: verified.publicKey) else {
+            guard verdict.ok, let verified else {
                 return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
             }
             let record = DeviceRecord(
@@ -360,7 +360,7 @@ public final class BatchProcessor: Sendable {
                 counter: cached?.publicKey == verified.publicKey ? cached!.counter : 0,
                 environment: verified.environment.rawValue, deviceId: intelligence.deviceId,
                 fingerprint: job.metadata["deviceFingerprint"] ?? cached?.fingerprint)
-            state = DeviceState(record: record, key: key)
+            state = DeviceState(record: record, key: verified.key)
             sign(&verdict, app: app, intelligence)
             let device = Decision.AttestedDevice(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
