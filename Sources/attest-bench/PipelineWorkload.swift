@@ -5,7 +5,6 @@ import AttestMint
 import AttestVerifier
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The job stream of `bench pipeline`, minted under a test PKI for one app.
 ///
@@ -138,22 +137,15 @@ struct PipelineWorkload: Sendable {
         let receivedAt = verifier.clock.now().rfc3339
         let groups = devices[range]
         let lines = groups.map { $0.map { jobs[$0].line(receivedAt: receivedAt) } }
-        let next = Atomic<Int>(groups.startIndex)
-        let unexpected = Atomic<Int>(0)
         let start = DispatchTime.now().uptimeNanoseconds
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in
-            while true {
-                let g = next.add(1, ordering: .relaxed).oldValue
-                guard g < groups.endIndex else { return }
-                var device: StoredDevice? = nil
-                for (i, line) in zip(groups[g], lines[g - groups.startIndex]) {
-                    let verdict = Self.decide(line, verifier: verifier, policy: policy, device: &device)
-                    if verdict.ok != jobs[i].expectedOK { unexpected.add(1, ordering: .relaxed) }
-                }
+        let unexpected = concurrentMap(lines.count, threads: threads) { g in
+            var device: StoredDevice? = nil
+            return zip(groups[groups.startIndex + g], lines[g]).count { i, line in
+                Self.decide(line, verifier: verifier, policy: policy, device: &device).ok != jobs[i].expectedOK
             }
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return (lines.reduce(0) { $0 + $1.count }, seconds, unexpected.load(ordering: .relaxed))
+        return (lines.reduce(0) { $0 + $1.count }, seconds, unexpected.reduce(0, +))
     }
 
     /// One job of the in-process run; `device` is the state this job's key has so far.

@@ -58,7 +58,7 @@ struct WorstCaseJobs {
 
         let assertion = BenchSamples.assertion
         guard case .hash(let hash) = assertion.clientData, let key = ECPublicKey(p256Point: Base64.decode(BenchSamples.assertionKey)!)
-        else { throw CoreBenchmark.SetupError(description: "assertion sample") }
+        else { throw BenchmarkFailure("assertion sample") }
         typicalAssertion = Job(
             bytes: Self.bytes([
                 ("jobId", .string("bench-assertion")), ("kind", .string("assertion")), ("teamId", .string(assertion.teamId)),
@@ -72,7 +72,7 @@ struct WorstCaseJobs {
             + Array(Self.challenge.utf8)
         let minted = try device.mintAssertion(
             teamId: assertion.teamId, bundleId: assertion.bundleId, clientDataHash: Digest.sha256.hash(clientData), counter: 1)
-        guard let deviceKey = ECPublicKey(p256Point: device.publicKeyX962) else { throw CoreBenchmark.SetupError(description: "minted key") }
+        guard let deviceKey = ECPublicKey(p256Point: device.publicKeyX962) else { throw BenchmarkFailure("minted key") }
         largestAssertion = Job(
             bytes: Self.bytes([
                 ("jobId", .string("bench-assertion-largest")), ("kind", .string("assertion")), ("teamId", .string(assertion.teamId)),
@@ -82,7 +82,7 @@ struct WorstCaseJobs {
             ]),
             device: StoredDevice(publicKey: deviceKey, counter: 0))
         for job in [paddedAttestation, largestObjectAttestation, largestAssertion] where job.bytes.count > Self.maxMessageBytes {
-            throw CoreBenchmark.SetupError(description: "a worst-case job is over the message size")
+            throw BenchmarkFailure("a worst-case job is over the message size")
         }
     }
 
