@@ -22,6 +22,14 @@ struct PipelineWorkload: Sendable {
         let head: [UInt8]
         let expectedOK: Bool
 
+        /// The job whose JSON object holds `jobId` then `members`, keyed by `keyId`.
+        init(jobId: String, keyId: String, expectedOK: Bool, _ members: [(String, JSONValue)]) {
+            self.jobId = jobId
+            key = Array(keyId.utf8)
+            head = Array(JSONValue.object([("jobId", .string(jobId))] + members).serialized().utf8.dropLast())
+            self.expectedOK = expectedOK
+        }
+
         /// The job as produced: `head` followed by `"receivedAt"` and the closing brace.
         func line(receivedAt: String) -> [UInt8] {
             head + Array(",\"receivedAt\":\"\(receivedAt)\"}".utf8)
@@ -66,10 +74,7 @@ struct PipelineWorkload: Sendable {
         let fault = (d / 2) % 2 == 1 ? Fault.replayedCounter : .otherSigner
         var sequence = [Message]()
         func job(_ n: Int, _ members: [(String, JSONValue)], ok: Bool) {
-            let jobId = "\(prefix)-\(d)-\(n)"
-            let object = JSONValue.object([("jobId", .string(jobId))] + members).serialized()
-            sequence.append(
-                Message(jobId: jobId, key: Array(keyId.utf8), head: Array(object.utf8.dropLast()), expectedOK: ok))
+            sequence.append(Message(jobId: "\(prefix)-\(d)-\(n)", keyId: keyId, expectedOK: ok, members))
         }
         let common: [(String, JSONValue)] = [
             ("teamId", .string(teamId)), ("bundleId", .string(bundleId)), ("keyId", .string(keyId)),

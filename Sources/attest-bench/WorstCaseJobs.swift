@@ -97,11 +97,13 @@ struct WorstCaseJobs {
 
     private static func bytes(_ members: [(String, JSONValue)]) -> [UInt8] { Array(JSONValue.object(members).serialized().utf8) }
 
-    /// `members` plus a deviceFingerprint of `\u00e9` escapes (six bytes each, two decoded) up to the limit.
+    /// `members` plus a member of `\u00e9` escapes (six bytes each, two decoded) up to the limit. Its name is
+    /// none the job knows (the job schemas admit other members): a known one such as the device metadata
+    /// is refused beyond 256 bytes, the escapes are decoded all the same.
     private static func padded(_ members: [(String, JSONValue)]) -> [UInt8] {
-        let base = bytes(members + [("deviceFingerprint", .string(""))])
+        let base = bytes(members + [("padding", .string(""))])
         let escapes = (maxMessageBytes - base.count) / 6
-        var out = Array(base.dropLast(2))  // the fingerprint's closing quote and the object's brace
+        var out = Array(base.dropLast(2))  // the padding's closing quote and the object's brace
         for _ in 0..<escapes { out += Array(#"\u00e9"#.utf8) }
         return out + Array(#""}"#.utf8)
     }
