@@ -8,8 +8,9 @@ import PostgresClient
 import Worker
 
 /// What the end-to-end benchmarks (`attest-bench pipeline`, `attest-bench soak`) run on: a fresh test PKI
-/// whose roots the worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a child
-/// `attest-worker run`, a job producer and a verdict reader. `close` stops the worker and deletes the run's rows.
+/// whose roots the worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a
+/// child `attest-worker run`, a job producer and a verdict reader. `close` stops the worker and deletes the
+/// run's rows.
 final class BenchRig {
     /// The settings both benchmarks share, from the command line and the environment.
     struct Options {
@@ -42,7 +43,8 @@ final class BenchRig {
 
         /// `name` in the folder of the running executable, where `swift build` puts every product.
         private static func besideThisExecutable(_ name: String) -> String {
-            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name).path
+            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+                .appendingPathComponent(name).path
         }
     }
 

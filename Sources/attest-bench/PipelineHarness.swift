@@ -157,8 +157,8 @@ final class VerdictCollector: Sendable {
     }
 }
 
-/// `attest-worker run` (the executable at `binary`) as a child process; its stderr (JSON log lines) goes to a file.
-/// It is started through `setpriv --pdeathsig TERM` (util-linux), so it stops in order even when the
+/// `attest-worker run` (the executable at `binary`) as a child process; its stderr (JSON log lines) goes to
+/// a file. It is started through `setpriv --pdeathsig TERM` (util-linux), so it stops in order even when the
 /// benchmark dies without stopping it.
 final class WorkerProcess {
     private let process = Process()
