@@ -5,6 +5,7 @@ let package = Package(
     name: "attest-worker",
     products: [
         .executable(name: "attest-worker", targets: ["attest-worker"]),
+        .executable(name: "attest-bench", targets: ["attest-bench"]),
         .library(name: "AttestVerifier", targets: ["AttestVerifier"]),
         .library(name: "AttestMint", targets: ["AttestMint"]),
     ],
@@ -46,10 +47,19 @@ let package = Package(
                 "PostgresClient", "Observability"],
             resources: [.copy("Migrations")]
         ),
+        // What both executables share: argument parsing, the subcommand protocol and main, the database option.
+        .target(name: "AttestCLI", dependencies: ["AttestJobs", "PostgresClient", "Worker"]),
+        // The production binary: the worker and its tools. It links no minting code (AttestMint).
         .executableTarget(
             name: "attest-worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "AttestMint", "Worker",
-                "Observability"]
+            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "Worker",
+                "KafkaClient", "Observability", "PostgresClient"]
+        ),
+        // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
+        .executableTarget(
+            name: "attest-bench",
+            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker",
+                "KafkaClient", "PostgresClient"]
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),

@@ -55,6 +55,15 @@ public enum KafkaProperties {
         return out
     }
 
+    /// librdkafka settings that only a consumer takes, left out of the producer's configuration so that a
+    /// shared ATTEST_KAFKA_PROPERTIES does not fill the log with warnings.
+    public static let consumerOnly: Set<String> = [
+        "group.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "auto.offset.reset",
+        "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store", "fetch.wait.max.ms",
+        "fetch.min.bytes", "fetch.max.bytes", "partition.assignment.strategy", "group.protocol", "isolation.level",
+        "queued.max.messages.kbytes", "queued.min.messages",
+    ]
+
     private static func trimmed(_ text: Substring) -> Substring {
         guard let first = text.firstIndex(where: { !$0.isWhitespace }),
               let last = text.lastIndex(where: { !$0.isWhitespace }) else { return "" }

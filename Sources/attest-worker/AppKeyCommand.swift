@@ -1,3 +1,4 @@
+import AttestCLI
 import Foundation
 import AttestJobs
 import PostgresClient

@@ -1,3 +1,4 @@
+import AttestCLI
 import AttestJobs
 import PostgresClient
 import Worker

@@ -1,3 +1,4 @@
+import AttestCLI
 import Foundation
 
 /// Reads text lines from a file or stdin as they arrive (so `verify` can sit at the end of a pipe).

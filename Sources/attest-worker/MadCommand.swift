@@ -1,3 +1,4 @@
+import AttestCLI
 import AttestJobs
 import Foundation
 import PostgresClient

@@ -1,3 +1,4 @@
+import AttestCLI
 import PostgresClient
 import Worker
 

@@ -1,3 +1,4 @@
+import AttestCLI
 import AttestCore
 import AttestJobs
 import AttestVerifier
@@ -161,7 +162,7 @@ enum RunCommand: Subcommand {
             "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
         let producerProperties = base.merging(["linger.ms": "2", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
-            .merging(configuration.kafkaProperties.filter { !consumerOnly.contains($0.key) }) { _, b in b }
+            .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }
         let service = try WorkerService(
             settings: WorkerService.Settings(
                 topics: configuration.jobsTopics, consumerProperties: consumerProperties,
@@ -188,13 +189,4 @@ enum RunCommand: Subcommand {
         withExtendedLifetime(signals) {}
         return 0
     }
-
-    /// librdkafka settings that only a consumer takes, left out of the producer's configuration so that a
-    /// shared ATTEST_KAFKA_PROPERTIES does not fill the log with warnings.
-    static let consumerOnly: Set<String> = [
-        "group.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "auto.offset.reset",
-        "enable.auto.commit", "auto.commit.interval.ms", "enable.auto.offset.store", "fetch.wait.max.ms",
-        "fetch.min.bytes", "fetch.max.bytes", "partition.assignment.strategy", "group.protocol", "isolation.level",
-        "queued.max.messages.kbytes", "queued.min.messages",
-    ]
 }

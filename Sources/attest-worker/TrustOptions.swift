@@ -1,3 +1,4 @@
+import AttestCLI
 import AttestCore
 import AttestVerifier
 import Foundation

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The `attest-worker verify` command contract (README, CONTRACT 6/7) checked on the built binary.
 
-usage: verify_contract.py PATH/TO/attest-worker
+usage: verify_contract.py PATH/TO/attest-worker PATH/TO/attest-bench
 A line that is not JSON gets a job_invalid verdict and the run continues; blank lines are skipped; only
-verdicts reach stdout, in order; usage and I/O errors exit 2 with one line on stderr; --help exits 0.
+verdicts reach stdout, in order; usage and I/O errors exit 2 with one line on stderr; --help exits 0. The
+benchmarks are attest-bench's: its commands answer --help, and `attest-worker bench` points to it.
 """
 import json, subprocess, sys, tempfile
 
@@ -11,7 +12,7 @@ def run(binary, args, stdin=''):
     return subprocess.run([binary] + args, input=stdin, capture_output=True, text=True, timeout=60)
 
 def main():
-    binary = sys.argv[1]
+    binary, bench = sys.argv[1], sys.argv[2]
     failures = []
     def check(cond, what):
         if not cond:
@@ -34,9 +35,19 @@ def main():
         check(p.stdout == '', f'{args}: wrote to stdout')
         check(len(p.stderr.strip().splitlines()) == 1, f'{args}: stderr is not one line: {p.stderr!r}')
 
-    for args in (['verify', '--help'], ['bench', '--help'], ['help']):
+    for args in (['verify', '--help'], ['help']):
         p = run(binary, args)
         check(p.returncode == 0 and 'usage' in p.stdout, f'{args}: no usage text')
+    for args in (['core', '--help'], ['pipeline', '--help'], ['soak', '--help'], ['help']):
+        p = run(bench, args)
+        check(p.returncode == 0 and 'usage' in p.stdout, f'attest-bench {args}: no usage text')
+    for program, args in ((binary, ['bench', '--help']), (binary, ['bench', 'core']), (bench, ['nosuchcommand']),
+                          (bench, ['core', '--bogus'])):
+        p = run(program, args)
+        check(p.returncode == 2 and p.stdout == '' and len(p.stderr.strip().splitlines()) == 1,
+              f'{program} {args}: exit {p.returncode}, want 2 with one line on stderr')
+        if program == binary:
+            check('attest-bench' in p.stderr, f'{args}: does not point to attest-bench: {p.stderr!r}')
 
     with tempfile.NamedTemporaryFile('w', suffix='.jsonl') as f:
         f.write('{"jobId":"from-file"}\n')

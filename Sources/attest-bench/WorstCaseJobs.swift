@@ -58,7 +58,7 @@ struct WorstCaseJobs {
 
         let assertion = BenchSamples.assertion
         guard case .hash(let hash) = assertion.clientData, let key = ECPublicKey(p256Point: Base64.decode(BenchSamples.assertionKey)!)
-        else { throw CoreBenchmark.SetupError(description: "assertion sample") }
+        else { throw BenchmarkFailure("assertion sample") }
         typicalAssertion = Job(
             bytes: Self.bytes([
                 ("jobId", .string("bench-assertion")), ("kind", .string("assertion")), ("teamId", .string(assertion.teamId)),
@@ -72,7 +72,7 @@ struct WorstCaseJobs {
             + Array(Self.challenge.utf8)
         let minted = try device.mintAssertion(
             teamId: assertion.teamId, bundleId: assertion.bundleId, clientDataHash: Digest.sha256.hash(clientData), counter: 1)
-        guard let deviceKey = ECPublicKey(p256Point: device.publicKeyX962) else { throw CoreBenchmark.SetupError(description: "minted key") }
+        guard let deviceKey = ECPublicKey(p256Point: device.publicKeyX962) else { throw BenchmarkFailure("minted key") }
         largestAssertion = Job(
             bytes: Self.bytes([
                 ("jobId", .string("bench-assertion-largest")), ("kind", .string("assertion")), ("teamId", .string(assertion.teamId)),
@@ -82,7 +82,7 @@ struct WorstCaseJobs {
             ]),
             device: StoredDevice(publicKey: deviceKey, counter: 0))
         for job in [paddedAttestation, largestObjectAttestation, largestAssertion] where job.bytes.count > Self.maxMessageBytes {
-            throw CoreBenchmark.SetupError(description: "a worst-case job is over the message size")
+            throw BenchmarkFailure("a worst-case job is over the message size")
         }
     }
 
@@ -97,8 +97,9 @@ struct WorstCaseJobs {
 
     private static func bytes(_ members: [(String, JSONValue)]) -> [UInt8] { Array(JSONValue.object(members).serialized().utf8) }
 
-    /// `members` plus a member of `\u00e9` escapes (six bytes each, two decoded) up to the limit: one the job
-    /// schema does not name, which the parser reads whole and the job ignores (device metadata is bounded).
+    /// `members` plus a member of `\u00e9` escapes (six bytes each, two decoded) up to the limit. Its name is
+    /// none the job knows (the job schemas admit other members): a known one such as the device metadata
+    /// is refused beyond 256 bytes, the escapes are decoded all the same.
     private static func padded(_ members: [(String, JSONValue)]) -> [UInt8] {
         let base = bytes(members + [("padding", .string(""))])
         let escapes = (maxMessageBytes - base.count) / 6

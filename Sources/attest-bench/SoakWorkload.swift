@@ -34,7 +34,7 @@ final class SoakWorkload {
             let jobId = "\(prefix)-a\(d)"
             let hash = Digest.sha256.hash(Array(jobId.utf8))
             let attestation = try pki.mintAttestation(device: device, teamId: teamId, bundleId: bundleId, clientDataHash: hash, at: Date())
-            let message = Self.message(jobId, keyId: keyId, ok: true, [
+            let message = PipelineWorkload.Message(jobId: jobId, keyId: keyId, expectedOK: true, [
                 ("kind", .string("attestation")), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
                 ("keyId", .string(keyId)), ("attestationObject", .string(Base64.encode(attestation.attestationObject))),
                 ("clientDataHash", .string(Base64.encode(hash))),
@@ -59,17 +59,12 @@ final class SoakWorkload {
             let hash = Digest.sha256.hash(Array(jobId.utf8))
             let assertion = try pool[d].device.mintAssertion(teamId: teamId, bundleId: bundleId, clientDataHash: hash, counter: counter)
             if valid { pool[d].counter = counter }
-            batch.append(Self.message(jobId, keyId: pool[d].keyId, ok: valid, [
+            batch.append(PipelineWorkload.Message(jobId: jobId, keyId: pool[d].keyId, expectedOK: valid, [
                 ("kind", .string("assertion")), ("teamId", .string(teamId)), ("bundleId", .string(bundleId)),
                 ("keyId", .string(pool[d].keyId)), ("assertion", .string(Base64.encode(assertion.assertion))),
                 ("clientDataHash", .string(Base64.encode(hash))),
             ]))
         }
         return batch
-    }
-
-    private static func message(_ jobId: String, keyId: String, ok: Bool, _ members: [(String, JSONValue)]) -> PipelineWorkload.Message {
-        let object = JSONValue.object([("jobId", .string(jobId))] + members).serialized()
-        return PipelineWorkload.Message(jobId: jobId, key: Array(keyId.utf8), head: Array(object.utf8.dropLast()), expectedOK: ok)
     }
 }

@@ -5,7 +5,6 @@ import AttestMint
 import AttestVerifier
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The job stream of `bench pipeline`, minted under a test PKI for one app.
 ///
@@ -22,6 +21,14 @@ struct PipelineWorkload: Sendable {
         /// The job's JSON object without its closing brace; `line(receivedAt:)` completes it.
         let head: [UInt8]
         let expectedOK: Bool
+
+        /// The job whose JSON object holds `jobId` then `members`, keyed by `keyId`.
+        init(jobId: String, keyId: String, expectedOK: Bool, _ members: [(String, JSONValue)]) {
+            self.jobId = jobId
+            key = Array(keyId.utf8)
+            head = Array(JSONValue.object([("jobId", .string(jobId))] + members).serialized().utf8.dropLast())
+            self.expectedOK = expectedOK
+        }
 
         /// The job as produced: `head` followed by `"receivedAt"` and the closing brace.
         func line(receivedAt: String) -> [UInt8] {
@@ -67,10 +74,7 @@ struct PipelineWorkload: Sendable {
         let fault = (d / 2) % 2 == 1 ? Fault.replayedCounter : .otherSigner
         var sequence = [Message]()
         func job(_ n: Int, _ members: [(String, JSONValue)], ok: Bool) {
-            let jobId = "\(prefix)-\(d)-\(n)"
-            let object = JSONValue.object([("jobId", .string(jobId))] + members).serialized()
-            sequence.append(
-                Message(jobId: jobId, key: Array(keyId.utf8), head: Array(object.utf8.dropLast()), expectedOK: ok))
+            sequence.append(Message(jobId: "\(prefix)-\(d)-\(n)", keyId: keyId, expectedOK: ok, members))
         }
         let common: [(String, JSONValue)] = [
             ("teamId", .string(teamId)), ("bundleId", .string(bundleId)), ("keyId", .string(keyId)),
@@ -138,22 +142,15 @@ struct PipelineWorkload: Sendable {
         let receivedAt = verifier.clock.now().rfc3339
         let groups = devices[range]
         let lines = groups.map { $0.map { jobs[$0].line(receivedAt: receivedAt) } }
-        let next = Atomic<Int>(groups.startIndex)
-        let unexpected = Atomic<Int>(0)
         let start = DispatchTime.now().uptimeNanoseconds
-        DispatchQueue.concurrentPerform(iterations: threads) { _ in
-            while true {
-                let g = next.add(1, ordering: .relaxed).oldValue
-                guard g < groups.endIndex else { return }
-                var device: StoredDevice? = nil
-                for (i, line) in zip(groups[g], lines[g - groups.startIndex]) {
-                    let verdict = Self.decide(line, verifier: verifier, policy: policy, device: &device)
-                    if verdict.ok != jobs[i].expectedOK { unexpected.add(1, ordering: .relaxed) }
-                }
+        let unexpected = concurrentMap(lines.count, threads: threads) { g in
+            var device: StoredDevice? = nil
+            return zip(groups[groups.startIndex + g], lines[g]).count { i, line in
+                Self.decide(line, verifier: verifier, policy: policy, device: &device).ok != jobs[i].expectedOK
             }
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return (lines.reduce(0) { $0 + $1.count }, seconds, unexpected.load(ordering: .relaxed))
+        return (lines.reduce(0) { $0 + $1.count }, seconds, unexpected.reduce(0, +))
     }
 
     /// One job of the in-process run; `device` is the state this job's key has so far.

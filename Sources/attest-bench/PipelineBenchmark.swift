@@ -1,3 +1,4 @@
+import AttestCLI
 import AttestCore
 import AttestJobs
 import AttestMint
@@ -8,14 +9,14 @@ import KafkaClient
 import PostgresClient
 import Worker
 
-/// `attest-worker bench pipeline`: the worker end to end on a real broker and PostgreSQL (a child
-/// `attest-worker run` from this binary), next to the in-process verification rate of the same jobs
+/// `attest-bench pipeline`: the worker end to end on a real broker and PostgreSQL (a child
+/// `attest-worker run`), next to the in-process verification rate of the same jobs
 /// measured in the same run, with every job checked for loss and double decisions.
 struct PipelineBenchmark: Subcommand {
     static let help = """
-        usage: attest-worker bench pipeline [--json] [--devices N] [--latency-seconds S] [--threads T]
-                                            [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
-                                            [--database-url URL]
+        usage: attest-bench pipeline [--json] [--devices N] [--latency-seconds S] [--threads T]
+                                     [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
+                                     [--database-url URL] [--worker PATH]
 
         Mints N devices (default 10000) under a fresh test PKI, each with one attestation then nine
         assertions (10% / 90%), one invalid assertion on every other device (5% of all jobs); registers a
@@ -34,19 +35,12 @@ struct PipelineBenchmark: Subcommand {
 
         The run's app, devices and verdicts are deleted from the database afterwards.
         Brokers, database and client settings: ATTEST_KAFKA_BROKERS, ATTEST_DATABASE_URL and
-        ATTEST_KAFKA_PROPERTIES (eval "$(ops/stack env)"). Progress goes to stderr. Exit status 1 when a
+        ATTEST_KAFKA_PROPERTIES (eval "$(ops/stack env)"). The worker is PATH, by default the attest-worker
+        beside this executable (both products of one `swift build`). Progress goes to stderr. Exit status 1 when a
         job was lost, decided twice or decided against its expected outcome.
         --json prints one object: {"jobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
         "duplicates"}; jobs is the throughput phase's count, lost and duplicates cover both phases.
         """
-
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-
-        init(_ description: String) {
-            self.description = description
-        }
-    }
 
     /// What the command line chose.
     struct Options {
@@ -154,7 +148,7 @@ struct PipelineBenchmark: Subcommand {
         func verifyInProcess(_ half: Int) throws -> (jobs: Int, seconds: Double) {
             let result = stream.verifyInProcess(halves[half], verifier: rig.verifier, policy: .production, threads: threads)
             guard result.unexpected == 0 else {
-                throw Failure("in-process verification: \(result.unexpected) verdicts against expectation")
+                throw BenchmarkFailure("in-process verification: \(result.unexpected) verdicts against expectation")
             }
             Self.note(String(
                 format: "in-process, half %d: %.0f jobs/s on %d threads", half + 1, Double(result.jobs) / result.seconds, threads))
@@ -232,7 +226,7 @@ struct PipelineBenchmark: Subcommand {
         /// Waits for the announced verdicts; fails when the worker is gone, notes jobs still without one.
         private func settle(_ phase: String, stallSeconds: Double) throws {
             let missing = verdicts.wait(stallSeconds: stallSeconds)
-            guard worker.isRunning else { throw Failure("the worker exited during the \(phase):\n\(worker.logTail())") }
+            guard worker.isRunning else { throw BenchmarkFailure("the worker exited during the \(phase):\n\(worker.logTail())") }
             if missing > 0 {
                 PipelineBenchmark.note("\(phase): \(missing) jobs still without a verdict after \(Int(stallSeconds)) s idle")
             }

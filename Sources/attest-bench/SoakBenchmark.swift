@@ -1,16 +1,17 @@
+import AttestCLI
 import AttestCore
 import AttestJobs
 import Foundation
 
-/// `attest-worker bench soak`: a steady load on the worker for minutes, sampling its memory, the backlog of
-/// jobs without a verdict and its warnings, then checking every job like `bench pipeline` does.
+/// `attest-bench soak`: a steady load on the worker for minutes, sampling its memory, the backlog of
+/// jobs without a verdict and its warnings, then checking every job like `attest-bench pipeline` does.
 struct SoakBenchmark: Subcommand {
     static let help = """
-        usage: attest-worker bench soak [--json] [--minutes N] [--rate R] [--devices D] [--sample-seconds S]
-                                        [--threads T] [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
-                                        [--database-url URL]
+        usage: attest-bench soak [--json] [--minutes N] [--rate R] [--devices D] [--sample-seconds S]
+                                 [--threads T] [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
+                                 [--database-url URL] [--worker PATH]
 
-        Registers a fresh app, starts `attest-worker run` (as bench pipeline does), attests D devices
+        Registers a fresh app, starts `attest-worker run` (as pipeline does), attests D devices
         (default 2000), then produces assertions round the pool at R jobs/s (default 500; one in twenty
         replays a counter) for N minutes (default 10). Every S seconds (default 10) it samples the worker's
         resident memory, the backlog (jobs produced without a verdict yet) and the worker's warning and
@@ -22,7 +23,7 @@ struct SoakBenchmark: Subcommand {
         Exit status 1 when memory grew, the backlog did not drain, or a job was lost, decided twice or
         decided against expectation. --json prints one object: {"minutes", "rate", "samples": [{"seconds",
         "rssMiB", "backlog", "verdicts", "warnings"}], "rssStartMiB", "rssEndMiB", "growthMiB", "flat",
-        "lost", "duplicates", "unexpected"}. Brokers and database as for bench pipeline.
+        "lost", "duplicates", "unexpected"}. Brokers, database and worker as for pipeline.
         """
 
     struct Sample {
@@ -120,7 +121,7 @@ struct SoakBenchmark: Subcommand {
         for message in workload.attestations { try live.producer.send(message) }
         try live.producer.flush()
         guard live.verdicts.wait(stallSeconds: 60) == 0 else {
-            throw PipelineBenchmark.Failure("attestations without a verdict after 60 s idle:\n\(live.worker.logTail())")
+            throw BenchmarkFailure("attestations without a verdict after 60 s idle:\n\(live.worker.logTail())")
         }
         let warningsBefore = live.worker.problemLines
 
@@ -141,7 +142,7 @@ struct SoakBenchmark: Subcommand {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < end else { break }
             guard live.worker.isRunning else {
-                throw PipelineBenchmark.Failure("the worker exited during the soak:\n\(live.worker.logTail())")
+                throw BenchmarkFailure("the worker exited during the soak:\n\(live.worker.logTail())")
             }
             if now >= nextSample {
                 sample(now)

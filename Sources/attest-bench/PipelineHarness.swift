@@ -36,9 +36,9 @@ final class JobProducer: Sendable {
 
     /// Waits for every acknowledgement; throws when one is missing or a delivery failed.
     func flush() throws {
-        guard producer.flush(timeoutMs: 60_000) else { throw PipelineBenchmark.Failure("jobs not acknowledged within 60 s") }
+        guard producer.flush(timeoutMs: 60_000) else { throw BenchmarkFailure("jobs not acknowledged within 60 s") }
         let failed = failures.load(ordering: .relaxed)
-        guard failed == 0 else { throw PipelineBenchmark.Failure("\(failed) jobs could not be produced") }
+        guard failed == 0 else { throw BenchmarkFailure("\(failed) jobs could not be produced") }
     }
 
     func close() { producer.close(timeoutMs: 5_000) }
@@ -157,19 +157,18 @@ final class VerdictCollector: Sendable {
     }
 }
 
-/// `attest-worker run` from this very binary, as a child process; its stderr (JSON log lines) goes to a file.
-/// It is started through `setpriv --pdeathsig TERM` (util-linux), so it stops in order even when the
+/// `attest-worker run` (the executable at `binary`) as a child process; its stderr (JSON log lines) goes to
+/// a file. It is started through `setpriv --pdeathsig TERM` (util-linux), so it stops in order even when the
 /// benchmark dies without stopping it.
 final class WorkerProcess {
     private let process = Process()
     let logPath: String
 
-    init(environment: [String: String], logPath: String) throws {
+    init(binary: String, environment: [String: String], logPath: String) throws {
         self.logPath = logPath
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else {
-            throw PipelineBenchmark.Failure("cannot create \(logPath)")
+            throw BenchmarkFailure("cannot create \(logPath)")
         }
-        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = ["--pdeathsig", "TERM", "--", binary, "run"]
         process.environment = environment

@@ -4,13 +4,13 @@ import Worker
 
 /// The database connection of the commands that only need PostgreSQL (`migrate`, `app`): `--database-url`,
 /// else ATTEST_DATABASE_URL from the environment or the configuration file (`--config` or ATTEST_CONFIG).
-enum DatabaseOptions {
-    static let help = """
+public enum DatabaseOptions {
+    public static let help = """
           --database-url URL     libpq connection string (default: ATTEST_DATABASE_URL)
           --config FILE          configuration file (default: ATTEST_CONFIG)
         """
 
-    static func url(_ args: inout Arguments) throws -> String {
+    public static func url(_ args: inout Arguments) throws -> String {
         let environment = ProcessInfo.processInfo.environment
         let file = try args.option("config") ?? environment["ATTEST_CONFIG"]
         let values = try WorkerConfiguration.values(file: file, environment: environment)
@@ -20,7 +20,7 @@ enum DatabaseOptions {
         return url
     }
 
-    static func connect(_ args: inout Arguments) throws -> PGConnection {
+    public static func connect(_ args: inout Arguments) throws -> PGConnection {
         let url = try url(&args)
         do {
             return try PGConnection(conninfo: url)

@@ -1,3 +1,4 @@
+import AttestCLI
 import AttestJobs
 import AttestMint
 import AttestVerifier
@@ -6,9 +7,10 @@ import KafkaClient
 import PostgresClient
 import Worker
 
-/// What the end-to-end benchmarks (`bench pipeline`, `bench soak`) run on: a fresh test PKI whose roots the
-/// worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a child `attest-worker
-/// run`, a job producer and a verdict reader. `close` stops the worker and deletes the run's rows.
+/// What the end-to-end benchmarks (`attest-bench pipeline`, `attest-bench soak`) run on: a fresh test PKI
+/// whose roots the worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a
+/// child `attest-worker run`, a job producer and a verdict reader. `close` stops the worker and deletes the
+/// run's rows.
 final class BenchRig {
     /// The settings both benchmarks share, from the command line and the environment.
     struct Options {
@@ -19,6 +21,8 @@ final class BenchRig {
         var databaseURL: String
         /// ATTEST_KAFKA_PROPERTIES, for the worker and the benchmark's own clients.
         var kafkaProperties: String
+        /// The `attest-worker` executable to run: `--worker`, else the one beside this executable.
+        var worker: String
 
         init(_ args: inout Arguments) throws {
             let environment = ProcessInfo.processInfo.environment
@@ -31,6 +35,16 @@ final class BenchRig {
             if let threads = try args.integer("threads", min: 1) { self.threads = threads }
             batchSize = try args.integer("batch-size", min: 1)
             topicPrefix = try args.option("topics")
+            worker = try args.option("worker") ?? Self.besideThisExecutable("attest-worker")
+            guard FileManager.default.isExecutableFile(atPath: worker) else {
+                throw Arguments.UsageError(description: "no attest-worker executable at \(worker): build it, or pass --worker PATH")
+            }
+        }
+
+        /// `name` in the folder of the running executable, where `swift build` puts every product.
+        private static func besideThisExecutable(_ name: String) -> String {
+            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+                .appendingPathComponent(name).path
         }
     }
 
@@ -84,7 +98,7 @@ final class BenchRig {
         }
         let clientProperties = try KafkaProperties.parse(options.kafkaProperties)
             .merging(["bootstrap.servers": options.brokers]) { _, b in b }
-        let producerProperties = clientProperties.filter { !RunCommand.consumerOnly.contains($0.key) }
+        let producerProperties = clientProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }
         let prefix = options.topicPrefix ?? "bench.\(runId)"
         let topics = (jobs: "\(prefix).jobs", verdicts: "\(prefix).verdicts", deadLetters: "\(prefix).dead")
         try KafkaAdmin(properties: producerProperties).createTopics([
@@ -94,7 +108,7 @@ final class BenchRig {
             verdicts: try VerdictCollector(properties: clientProperties, topic: topics.verdicts),
             producer: try JobProducer(properties: producerProperties, topic: topics.jobs),
             worker: try WorkerProcess(
-                environment: workerEnvironment(topics: topics, logLevel: logLevel),
+                binary: options.worker, environment: workerEnvironment(topics: topics, logLevel: logLevel),
                 logPath: directory.appendingPathComponent("worker.log").path),
             durability: "fsync=\(settings.string(0, 0) ?? "?") synchronous_commit=\(settings.string(0, 1) ?? "?")")
         self.live = live

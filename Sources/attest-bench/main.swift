@@ -1,0 +1,24 @@
+import AttestCLI
+
+/// attest-bench: the benchmarks and load harnesses of attest-worker, an executable of their own so that
+/// the worker's links no minting code. `pipeline` and `soak` drive the `attest-worker` built beside it.
+let usage = """
+    usage: attest-bench <command> [options]
+
+    commands:
+      core                 measure the verification core against raw OpenSSL verify rates
+      pipeline             measure the worker end to end on the broker and PostgreSQL (ops/bench)
+      soak                 a steady load for minutes: memory, backlog and warnings over time (ops/soak)
+      help                 show this text
+
+    Run `attest-bench <command> --help` for a command's options.
+    """
+
+Tool.main(name: "attest-bench", usage: usage) { command, arguments in
+    switch command {
+    case "core": try CoreBenchmark.main(arguments)
+    case "pipeline": try PipelineBenchmark.main(arguments)
+    case "soak": try SoakBenchmark.main(arguments)
+    default: nil
+    }
+}
