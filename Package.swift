@@ -44,7 +44,7 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "KafkaClient",
-                "PostgresClient", "Observability"],
+                "PostgresClient", "Observability", "Durations"],
             resources: [.copy("Migrations")]
         ),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.

@@ -201,7 +201,6 @@ import Testing
         var retry = WorkerService.deliveryBackoff
         let waits = (0..<8).map { _ in retry.next() }
         #expect(waits == [100, 200, 400, 800, 1600, 3200, 5000, 5000].map(Duration.milliseconds))
-        #expect(WorkerService.seconds(.milliseconds(1500)) == 1.5)
     }
 }
 

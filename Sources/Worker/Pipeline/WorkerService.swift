@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+import Durations
 import Foundation
 import KafkaClient
 import Observability
@@ -181,7 +182,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                     logger.debug("buffer full; waiting for the lanes", [("limit", .int(Int64(settings.maxBufferedMessages)))])
                     waited = true
                 }
-                _ = roomFreed.wait(timeout: .now() + Self.seconds(deadline - .now))
+                _ = roomFreed.wait(timeout: .now() + (deadline - .now).timeInterval)
             }
         }
     }
@@ -267,7 +268,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// Waits `duration` unless the worker stops first; false when stopping.
     private func sleepUnlessStopping(_ duration: Duration) -> Bool {
-        let deadline = Date().addingTimeInterval(Self.seconds(duration))
+        let deadline = Date().addingTimeInterval(duration.timeInterval)
         condition.lock()
         defer { condition.unlock() }
         while !machine.stopping, condition.wait(until: deadline) {}
@@ -318,7 +319,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                         ("error", .string(error.description)), ("attempt", .int(Int64(queueFull))), ("topic", .string(out.topic)),
                     ])
                 }
-                Thread.sleep(forTimeInterval: Self.seconds(queueBackoff.next()))
+                Thread.sleep(forTimeInterval: queueBackoff.next().timeInterval)
             }
         }
     }
@@ -331,7 +332,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         if error.code == KafkaError.Code.purgedQueue || error.code == KafkaError.Code.purgedInFlight { return }
         metrics.publishRetries.labels([error.name]).increment()
         var next = retry
-        let delay = Self.seconds(next.next())
+        let delay = next.next().timeInterval
         let retry = next
         logger.warning("delivery failed; producing again", [
             ("error", .string(error.description)), ("delayMs", .int(Int64(delay * 1000))),
@@ -363,10 +364,6 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// Failed deliveries of one message are produced again after 100 ms, doubling up to 5 s.
     static let deliveryBackoff = Backoff(initial: .milliseconds(100), cap: .seconds(5))
 
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 
     /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
     private func finished(_ out: Outbound) {
