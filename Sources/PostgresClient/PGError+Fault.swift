@@ -13,7 +13,10 @@ extension PGError {
         /// told to change one row twice), a data exception (class 22: out of range, bad encoding…), an
         /// integrity violation (23: check, not-null, unique, foreign key beyond the conflicts the
         /// statements handle), a program limit (54: an index row too large), or a parameter that cannot be
-        /// sent (text with NUL). Retrying cannot help; isolate the job that brought the values.
+        /// sent (text with NUL). Retrying cannot help; isolate the job that brought the values. So is a
+        /// result that does not have the shape its statement promises (a missing row, a NULL, a missing
+        /// column, another type): the same statement would get the same answer, and isolating the job
+        /// that meets it keeps the rest of the batch moving instead of retrying it for good.
         case permanent
         /// `PGReconnectingConnection.cancel()` stopped the retries: the process is shutting down.
         case cancelled
@@ -23,13 +26,17 @@ extension PGError {
     public var fault: Fault {
         if code == .cancelled { return .cancelled }
         if isConnectionLost { return .transient }
-        if code == .invalidParameter { return .permanent }
+        if Self.permanentCodes.contains(code) { return .permanent }
         guard code == .server, let sqlClass else { return .transient }
         switch sqlClass {
         case "21", "22", "23", "54": return .permanent
         default: return .transient
         }
     }
+
+    private static let permanentCodes: Set<Code> = [
+        .invalidParameter, .unexpectedRowCount, .missingColumn, .unexpectedNull, .typeMismatch,
+    ]
 
     /// A bounded label for metrics: the SQLSTATE's class (`"25"`, `"40"`…), `"connection"` for a lost or
     /// refused connection without one, else the client-side code.

@@ -31,6 +31,14 @@ public struct PGError: Error, Sendable, CustomStringConvertible, CustomDebugStri
         public static let client = Code("client")
         /// `PGReconnectingConnection.cancel()` stopped the retries.
         public static let cancelled = Code("cancelled")
+        /// A statement's result has fewer or more rows than its SQL promises (``PGOneRowStatement``…).
+        public static let unexpectedRowCount = Code("unexpected_row_count")
+        /// A statement's row has no column of the name its row type reads.
+        public static let missingColumn = Code("missing_column")
+        /// A column its row type does not allow to be NULL is NULL.
+        public static let unexpectedNull = Code("unexpected_null")
+        /// A column's type (or value) is not the one its row type reads.
+        public static let typeMismatch = Code("type_mismatch")
     }
 
     /// What kind of failure this is.

@@ -18,12 +18,15 @@ public struct PGRows: Sendable {
     public let commandTag: String
 
     private let result: PGResult
+    /// Each column's position by name (the first, when several share one), for ``PGRow``.
+    let columnIndex: [String: Int]
 
     init(_ result: PGResult) {
         let pointer = result.pointer
         self.result = result
         count = Int(PQntuples(pointer))
         columns = (0..<PQnfields(pointer)).map { String(cString: PQfname(pointer, $0)) }
+        columnIndex = Dictionary(columns.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         affectedRows = Int(String(cString: PQcmdTuples(pointer))) ?? 0
         commandTag = String(cString: PQcmdStatus(pointer))
     }
@@ -50,7 +53,7 @@ public struct PGRows: Sendable {
     /// The bytes of a `bytea` value, decoded from its text form (hex, or the older escape format when the
     /// server's `bytea_output` says so); for other types, the UTF-8 bytes of the text.
     public func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
-        let isBytea = PQftype(result.pointer, Int32(checkedColumn(column))) == Self.byteaOID
+        let isBytea = type(ofColumn: column) == .bytea
         return withValue(row, column) { text -> [UInt8] in
             guard isBytea else { return Array(text) }
             var length = 0
@@ -73,11 +76,11 @@ public struct PGRows: Sendable {
     /// The value as bytes (decoded `bytea`), the column found by name.
     public func bytes(_ row: Int, _ name: String) -> [UInt8]? { bytes(row, index(of: name)) }
 
-    /// `bytea`'s type OID (pg_type.h is a server header, so it is spelled out here).
-    private static let byteaOID: UInt32 = 17
+    /// The column's type as the server describes it.
+    func type(ofColumn column: Int) -> PGType { PGType(oid: PQftype(result.pointer, Int32(checkedColumn(column)))) }
 
     private func index(of name: String) -> Int {
-        guard let index = columns.firstIndex(of: name) else {
+        guard let index = columnIndex[name] else {
             preconditionFailure("PGRows: no column named \(name); columns are \(columns)")
         }
         return index
