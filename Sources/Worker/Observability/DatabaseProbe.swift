@@ -28,8 +28,7 @@ public final class DatabaseProbe: Sendable {
                     if connection?.isHealthy != true {
                         connection = try PGConnection(conninfo: conninfo, applicationName: "attest-worker-probe", connectTimeoutSeconds: 2)
                     }
-                    let rows = try connection!.execute("SELECT current_setting('transaction_read_only')")
-                    health.probed(rows.string(0, 0) == "on" ? "read-only" : nil)
+                    health.probed(try connection!.execute(ReadOnlySetting()).readOnly ? "read-only" : nil)
                 } catch {
                     connection = nil
                     health.probed(error.isConnectionLost ? "unreachable" : "probe failed (\(error.summary))")
@@ -37,5 +36,16 @@ public final class DatabaseProbe: Sendable {
                 Thread.sleep(forTimeInterval: interval)
             }
         }
+    }
+}
+
+/// Whether this session's transactions would be read-only: what the probe asks.
+struct ReadOnlySetting: PGOneRowStatement {
+    static let sql = "SELECT current_setting('transaction_read_only') AS read_only"
+
+    struct Row: PGRowDecodable {
+        let readOnly: Bool
+        /// The setting prints `on` or `off`.
+        init(row: PGRow) throws(PGError) { readOnly = (try row.decode("read_only") as String) == "on" }
     }
 }

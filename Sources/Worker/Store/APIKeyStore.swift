@@ -33,10 +33,7 @@ public enum APIKeyStore {
 
     /// The app's unrevoked key hashes.
     static func activeHashes(teamId: String, bundleId: String, on c: PGConnection) throws(PGError) -> [[UInt8]] {
-        let rows = try c.execute(
-            "SELECT key_hash FROM app_api_keys WHERE team_id = $1 AND bundle_id = $2 AND revoked_at IS NULL LIMIT $3",
-            [.text(teamId), .text(bundleId), .int(Int64(maxActiveKeysPerApp))])
-        return (0..<rows.count).compactMap { rows.bytes($0, 0) }
+        try c.execute(APIKeysTable.ActiveHashes(teamId: teamId, bundleId: bundleId, limit: maxActiveKeysPerApp)).map(\.keyHash)
     }
 }
 
@@ -51,16 +48,11 @@ extension AttestStore {
         do {
             outcome = try connection.run { c throws(PGError) in
                 try c.transaction { c throws(PGError) in
-                    let app = try c.execute(
-                        "SELECT 1 FROM apps WHERE team_id = $1 AND bundle_id = $2 FOR UPDATE", [.text(teamId), .text(bundleId)])
-                    guard app.count == 1 else { return "unknown" }
-                    let active = try c.execute(
-                        "SELECT count(*) FROM app_api_keys WHERE team_id = $1 AND bundle_id = $2 AND revoked_at IS NULL",
-                        [.text(teamId), .text(bundleId)])
-                    guard (active.int(0, 0) ?? 0) < Int64(APIKeyStore.maxActiveKeysPerApp) else { return "full" }
+                    guard try c.execute(APIKeysTable.LockApp(teamId: teamId, bundleId: bundleId)) != nil else { return "unknown" }
+                    let active = try c.execute(APIKeysTable.CountActive(teamId: teamId, bundleId: bundleId)).active
+                    guard active < Int64(APIKeyStore.maxActiveKeysPerApp) else { return "full" }
                     try c.execute(
-                        "INSERT INTO app_api_keys (key_hash, key_id, team_id, bundle_id) VALUES ($1, $2, $3, $4)",
-                        [.bytes(hash), .text(APIKeyStore.keyId(hash)), .text(teamId), .text(bundleId)])
+                        APIKeysTable.Insert(hash: hash, keyId: APIKeyStore.keyId(hash), teamId: teamId, bundleId: bundleId))
                     return "added"
                 }
             }
@@ -76,28 +68,13 @@ extension AttestStore {
 
     /// The app's keys, revoked ones included, oldest first.
     public func apiKeys(teamId: String, bundleId: String) throws(PGError) -> [APIKeyStore.Listed] {
-        let rows = try connection.run { c throws(PGError) in
-            try c.execute(
-                """
-                SELECT key_id, team_id, bundle_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                    to_char(revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                FROM app_api_keys WHERE team_id = $1 AND bundle_id = $2 ORDER BY created_at, key_id
-                """,
-                [.text(teamId), .text(bundleId)])
-        }
-        return (0..<rows.count).map { r in
-            APIKeyStore.Listed(
-                keyId: rows.string(r, 0) ?? "", teamId: rows.string(r, 1) ?? "", bundleId: rows.string(r, 2) ?? "",
-                createdAt: rows.string(r, 3) ?? "", revokedAt: rows.string(r, 4))
-        }
+        try connection.run { c throws(PGError) in try c.execute(APIKeysTable.List(teamId: teamId, bundleId: bundleId)) }
     }
 
     /// Revokes one of the app's keys by id; false when the app has no unrevoked key with that id.
     public func revokeAPIKey(teamId: String, bundleId: String, keyId: String) throws(PGError) -> Bool {
         try connection.run { c throws(PGError) in
-            try c.execute(
-                "UPDATE app_api_keys SET revoked_at = now() WHERE team_id = $1 AND bundle_id = $2 AND key_id = $3 AND revoked_at IS NULL",
-                [.text(teamId), .text(bundleId), .text(keyId)])
-        }.affectedRows == 1
+            try c.execute(APIKeysTable.Revoke(teamId: teamId, bundleId: bundleId, keyId: keyId))
+        } == 1
     }
 }

@@ -53,30 +53,23 @@ public struct Migrator {
     /// Applies what is missing; returns the names applied now.
     @discardableResult
     public static func migrate(_ connection: PGConnection, migrations: [Migration]) throws(PGError) -> [String] {
-        try connection.execute(
-            """
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-            """)
+        try connection.execute(SchemaMigrationsTable.Create())
         var applied = [String]()
         for migration in migrations {
             let done = try connection.transaction { c throws(PGError) -> Bool in
-                try c.execute("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
-                let existing = try c.execute("SELECT name FROM schema_migrations WHERE version = $1", [.int(Int64(migration.version))])
-                if existing.count > 0 {
+                try c.execute(SchemaMigrationsTable.Lock(key: lockKey))
+                if let existing = try c.execute(SchemaMigrationsTable.Applied(version: migration.version)) {
                     // Same number, other file: the database followed another schema history, and carrying on
                     // would skip this migration for good.
-                    guard existing.string(0, 0) == migration.name else {
+                    guard existing.name == migration.name else {
                         throw PGError(
                             code: .client,
-                            message: "migration \(migration.version) was applied as \(existing.string(0, 0) ?? "?"), this build has \(migration.name)")
+                            message: "migration \(migration.version) was applied as \(existing.name), this build has \(migration.name)")
                     }
                     return false
                 }
                 try c.executeScript(migration.sql)
-                try c.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                    [.int(Int64(migration.version)), .text(migration.name)])
+                try c.execute(SchemaMigrationsTable.Record(version: migration.version, name: migration.name))
                 return true
             }
             if done { applied.append(migration.name) }
@@ -86,8 +79,7 @@ public struct Migrator {
 
     /// The highest applied version, or 0 (readiness checks compare it with the bundled one).
     public static func appliedVersion(_ connection: PGConnection) throws(PGError) -> Int {
-        let exists = try connection.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
-        guard exists.bool(0, 0) == true else { return 0 }
-        return Int(try connection.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").int(0, 0) ?? 0)
+        guard try connection.execute(SchemaMigrationsTable.Exists()).present else { return 0 }
+        return try connection.execute(SchemaMigrationsTable.Latest()).version
     }
 }

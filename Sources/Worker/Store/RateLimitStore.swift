@@ -25,33 +25,14 @@ public enum RateLimitStore {
     /// Takes a token from `bucket`: nil when granted, else the whole seconds until one is available (for
     /// `Retry-After`, at least 1).
     static func take(_ bucket: String, _ limit: Limit, on c: PGConnection) throws(PGError) -> Int? {
-        let refilled = "least($2::float8, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $3::float8 / 60)"
-        let rows = try c.execute(
-            """
-            INSERT INTO http_rate_buckets AS b (bucket, tokens, updated_at, granted)
-            VALUES ($1, $2::float8 - 1, now(), true)
-            ON CONFLICT (bucket) DO UPDATE SET
-                granted = \(refilled) >= 1,
-                tokens = \(refilled) - CASE WHEN \(refilled) >= 1 THEN 1 ELSE 0 END,
-                updated_at = now()
-            RETURNING granted, greatest(1, ceil((1 - tokens) * 60 / $3::float8))::bigint
-            """,
-            [.text(bucket), .int(Int64(limit.burst)), .int(Int64(limit.perMinute))])
-        guard rows.bool(0, 0) == false else { return nil }
-        return Int(rows.int(0, 1) ?? 1)
+        let taken = try c.execute(RateBucketsTable.Take(bucket: bucket, limit))
+        return taken.granted ? nil : taken.retryAfter
     }
 
     /// Deletes up to `limit` buckets idle for `idleSeconds` (full again by then, the same as absent); returns
     /// how many.
     static func purge(idleSeconds: Int64, limit: Int, on c: PGConnection) throws(PGError) -> Int {
-        try c.execute(
-            """
-            DELETE FROM http_rate_buckets WHERE bucket IN (
-                SELECT bucket FROM http_rate_buckets WHERE updated_at < now() - $1::bigint * interval '1 second'
-                ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-            """,
-            [.int(idleSeconds), .int(Int64(limit))]
-        ).affectedRows
+        try c.execute(RateBucketsTable.Purge(idleSeconds: idleSeconds, limit: limit))
     }
 }
 

@@ -1,0 +1,52 @@
+import AttestCore
+import AttestJobs
+import AttestVerifier
+import PostgresClient
+
+/// The SQL of `apps`: the registered apps and their policies.
+enum AppsTable {
+    /// Every registered app.
+    struct All: PGStatement {
+        static let sql =
+            "SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights FROM apps"
+        typealias Row = AppPolicy
+    }
+
+    /// Registers or replaces an app.
+    struct Upsert: PGCommandStatement {
+        static let sql = """
+            INSERT INTO apps (team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds,
+                risk_weights)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)
+            ON CONFLICT (team_id, bundle_id) DO UPDATE SET environments = EXCLUDED.environments,
+                challenges = EXCLUDED.challenges, mad_limit = EXCLUDED.mad_limit, grace_days = EXCLUDED.grace_days,
+                token_lifetime_seconds = EXCLUDED.token_lifetime_seconds, risk_weights = EXCLUDED.risk_weights,
+                updated_at = now()
+            """
+        let parameters: [PGValue]
+
+        init(_ app: AppPolicy) {
+            parameters = [
+                .text(app.teamId), .text(app.bundleId), .text(app.environments.rawValue), .text(app.challenges.rawValue),
+                app.madLimit.map { .int(Int64($0)) } ?? .null, .int(Int64(app.graceDays)),
+                .int(Int64(app.tokenLifetimeSeconds)), .json(app.risk.json.serialized()),
+            ]
+        }
+    }
+}
+
+extension AppPolicy: PGRowDecodable {
+    /// Risk weights that no longer parse fall back to the defaults, as an app registered without any.
+    public init(row: PGRow) throws(PGError) {
+        let weights: String = try row.decode("risk_weights")
+        self.init(
+            teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id"),
+            environments: try row.decode("environments"), challenges: try row.decode("challenges"),
+            madLimit: try row.decode("mad_limit"), graceDays: try row.decode("grace_days"),
+            tokenLifetimeSeconds: try row.decode("token_lifetime_seconds"),
+            risk: JSONValue.parse(Array(weights.utf8)).flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy())
+    }
+}
+
+extension EnvironmentPolicy: PGDecodable {}
+extension AppPolicy.ChallengeMode: PGDecodable {}

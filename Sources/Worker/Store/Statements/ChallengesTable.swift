@@ -1,0 +1,107 @@
+import AttestCore
+import AttestJobs
+import PostgresClient
+
+/// The SQL of `challenges` (see ``ChallengeStore`` for the rules it carries out).
+enum ChallengesTable {
+    /// Stores a fresh challenge for a registered app, stamped by the database's clock; no row when the app
+    /// is not registered.
+    struct Insert: PGOptionalRowStatement {
+        static let sql = """
+            INSERT INTO challenges (challenge, team_id, bundle_id, issued_at, expires_at)
+            SELECT $1, team_id, bundle_id, now(), now() + $4::bigint * interval '1 second'
+            FROM apps WHERE team_id = $2 AND bundle_id = $3
+            RETURNING (extract(epoch FROM issued_at) * 1000000)::bigint AS issued_at_us,
+                (extract(epoch FROM expires_at) * 1000000)::bigint AS expires_at_us
+            """
+        let parameters: [PGValue]
+
+        init(_ bytes: [UInt8], teamId: String, bundleId: String, lifetimeSeconds: Int64) {
+            parameters = [.bytes(bytes), .text(teamId), .text(bundleId), .int(lifetimeSeconds)]
+        }
+
+        struct Row: PGRowDecodable {
+            let issuedAt: Timestamp
+            let expiresAt: Timestamp
+
+            init(row: PGRow) throws(PGError) {
+                issuedAt = Timestamp(microseconds: try row.decode("issued_at_us"))
+                expiresAt = Timestamp(microseconds: try row.decode("expires_at_us"))
+            }
+        }
+    }
+
+    /// Settles a batch's claims, one row per claim: its jobId and its ``ChallengeOutcome``.
+    struct Consume: PGStatement {
+        static let sql = """
+            WITH claim AS (
+                SELECT x.j AS job_id, x.t AS team_id, x.b AS bundle_id, decode(x.c, 'hex') AS challenge,
+                    x.r AS received_at, x.s AS skew, x.o AS ord
+                FROM jsonb_to_recordset($1::jsonb) AS x(j text, t text, b text, c text, r timestamptz, s bigint, o integer)),
+            found AS (
+                SELECT claim.job_id, claim.challenge, claim.received_at, claim.ord, ch.used_by_job, ch.expires_at,
+                    extract(epoch FROM claim.received_at) + claim.skew < extract(epoch FROM ch.issued_at) AS backdated
+                FROM claim JOIN challenges ch ON ch.challenge = claim.challenge AND ch.team_id = claim.team_id
+                    AND ch.bundle_id = claim.bundle_id),
+            claimant AS (
+                SELECT DISTINCT ON (challenge) challenge, job_id FROM found
+                WHERE received_at <= expires_at AND NOT backdated AND (used_by_job IS NULL OR used_by_job = job_id)
+                ORDER BY challenge, used_by_job IS NULL, ord),
+            locked AS (
+                SELECT challenge FROM challenges WHERE challenge IN (SELECT challenge FROM claimant)
+                ORDER BY challenge FOR UPDATE),
+            used AS (
+                UPDATE challenges ch SET used_by_job = claimant.job_id, used_at = coalesce(ch.used_at, now())
+                FROM claimant
+                WHERE ch.challenge = claimant.challenge AND ch.challenge IN (SELECT challenge FROM locked)
+                    AND (ch.used_by_job IS NULL OR ch.used_by_job = claimant.job_id)
+                RETURNING claimant.job_id)
+            SELECT claim.job_id,
+                CASE WHEN claim.job_id IN (SELECT job_id FROM used) THEN 'consumed'
+                    WHEN found.job_id IS NULL THEN 'unknown'
+                    WHEN claim.received_at > found.expires_at THEN 'expired'
+                    WHEN found.backdated THEN 'not_yet_issued'
+                    ELSE 'already_used' END AS outcome
+            FROM claim LEFT JOIN found ON found.job_id = claim.job_id
+            """
+        let parameters: [PGValue]
+
+        /// The claims travel as one JSON document (`o` keeps their batch order for "earliest claim wins").
+        init(_ claims: [ChallengeClaim]) {
+            let payload = JSONValue.array(
+                claims.enumerated().map { index, claim in
+                    .object([
+                        ("j", .string(claim.jobId)), ("t", .string(claim.teamId)), ("b", .string(claim.bundleId)),
+                        ("c", .string(Hex.encode(claim.challenge))), ("r", .string(claim.receivedAt.rfc3339)),
+                        ("s", .int(claim.skewSeconds)), ("o", .int(Int64(index))),
+                    ])
+                })
+            parameters = [.json(payload.serialized())]
+        }
+
+        struct Row: PGRowDecodable {
+            let jobId: String
+            let outcome: ChallengeOutcome
+
+            init(row: PGRow) throws(PGError) {
+                jobId = try row.decode("job_id")
+                outcome = try row.decode("outcome")
+            }
+        }
+    }
+
+    /// Deletes up to `limit` challenges that expired more than `retainSeconds` ago, oldest first, skipping
+    /// rows another purge holds; the result is how many went.
+    struct Purge: PGAffectedRowsStatement {
+        static let sql = """
+            DELETE FROM challenges WHERE challenge IN (
+                SELECT challenge FROM challenges WHERE expires_at < now() - $1::bigint * interval '1 second'
+                ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+            """
+        let parameters: [PGValue]
+
+        init(retainSeconds: Int64, limit: Int) { parameters = [.int(retainSeconds), .int(Int64(limit))] }
+    }
+}
+
+extension ChallengeOutcome: PGDecodable {}

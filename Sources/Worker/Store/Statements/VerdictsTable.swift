@@ -1,0 +1,218 @@
+import AttestCore
+import AttestJobs
+import PostgresClient
+
+/// The SQL of `verdicts`, and of the device writes that go with a verdict in the same statement (an
+/// attested device only if its verdict is new; an assertion's counter only with its verdict).
+enum VerdictsTable {
+    /// The verdicts already stored for these jobs of their apps, probed by primary key (a batch's prefetch).
+    struct Stored: PGStatement {
+        static let sql = """
+            SELECT x.team AS team_id, x.bundle AS bundle_id, x.job AS job_id, e.verdict_json, e.job_sha256
+            FROM unnest($1::text[], $2::text[], $3::text[]) AS x(team, bundle, job)
+                CROSS JOIN LATERAL (
+                    SELECT verdict_json, job_sha256 FROM verdicts
+                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job LIMIT 1) e
+            """
+        let parameters: [PGValue]
+
+        init(jobs: [ScopedJobId]) {
+            parameters = [
+                .array(.text(jobs.map(\.app.teamId))), .array(.text(jobs.map(\.app.bundleId))), .array(.text(jobs.map(\.jobId))),
+            ]
+        }
+
+        struct Row: PGRowDecodable {
+            let job: ScopedJobId
+            let verdict: StoredVerdict
+
+            init(row: PGRow) throws(PGError) {
+                job = ScopedJobId(
+                    app: AppIdentity(teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id")),
+                    jobId: try row.decode("job_id"))
+                verdict = try StoredVerdict(row: row)
+            }
+        }
+    }
+
+    /// What a write statement says of one decision: stored now, or the verdict stored before, or neither
+    /// (a counter conflict, or a concurrent insert of the same jobId this statement could not see).
+    struct Written: PGRowDecodable {
+        let stored: Bool
+        let existing: StoredVerdict?
+
+        init(row: PGRow) throws(PGError) {
+            stored = try row.decode("stored")
+            let json: String? = try row.decode("verdict_json")
+            let digest: [UInt8]? = try row.decode("job_sha256")
+            existing = json.map { StoredVerdict(json: $0, jobDigest: digest) }
+        }
+
+        var outcome: CommitOutcome {
+            if stored { return .stored }
+            if let existing { return .alreadyDecided(existing) }
+            return .counterConflict
+        }
+    }
+
+    private static let insertVerdict = """
+        INSERT INTO verdicts (job_id, kind, key_id, team_id, bundle_id, ok, code, reason, verdict_json, received_at,
+            decided_at, source_topic, source_partition, source_offset, job_sha256)
+        """
+
+    /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
+    /// re-attestation of the same key; the counter never moves back). One row, whatever happened.
+    struct Attestation: PGOneRowStatement {
+        static let sql = """
+            WITH v AS (\(insertVerdict)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15)
+                ON CONFLICT (team_id, bundle_id, job_id) DO NOTHING RETURNING 1),
+            d AS (
+                INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
+                    subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
+                SELECT $16, $4, $5, $17, $18, $19, coalesce($20, gen_random_uuid()::text), $21, $22, $23, $24, $25,
+                    $26, $27, $10::timestamptz, $10::timestamptz
+                WHERE EXISTS (SELECT 1 FROM v)
+                ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
+                    receipt = EXCLUDED.receipt, device_id = coalesce($20, devices.device_id),
+                    fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
+                    subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
+                    device_model = coalesce(EXCLUDED.device_model, devices.device_model),
+                    os_version = coalesce(EXCLUDED.os_version, devices.os_version),
+                    app_version = coalesce(EXCLUDED.app_version, devices.app_version),
+                    app_build_number = coalesce(EXCLUDED.app_build_number, devices.app_build_number),
+                    platform = coalesce(EXCLUDED.platform, devices.platform),
+                    attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
+                    last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
+                RETURNING 1)
+            SELECT EXISTS (SELECT 1 FROM v) AS stored, e.verdict_json, e.job_sha256
+            FROM (SELECT 1) one LEFT JOIN LATERAL (
+                SELECT verdict_json, job_sha256 FROM verdicts WHERE team_id = $4 AND bundle_id = $5 AND job_id = $1
+                    AND NOT EXISTS (SELECT 1 FROM v)) e ON true
+            """
+        typealias Row = Written
+        let parameters: [PGValue]
+
+        /// - Precondition: `d` is an accepted attestation (`attestedDevice` is set).
+        init(_ d: Decision) {
+            let device = d.attestedDevice!
+            let m = device.metadata
+            let optional = { (name: String) -> PGValue in m[name].map(PGValue.text) ?? .null }
+            parameters = [
+                .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
+                .text(d.app.teamId), .text(d.app.bundleId), .bool(d.ok),
+                d.code.map(PGValue.text) ?? .null, d.reason.map(PGValue.text) ?? .null, .text(d.verdictJSON),
+                d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
+                d.source.map { .text($0.topic) } ?? .null, d.source.map { .int(Int64($0.partition)) } ?? .null,
+                d.source.map { .int($0.offset) } ?? .null, d.jobDigest.map(PGValue.bytes) ?? .null,
+                .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), .bytes(device.receipt),
+                device.deviceId.map(PGValue.text) ?? .null, optional("deviceFingerprint"), optional("subjectId"),
+                optional("deviceModel"), optional("osVersion"), optional("appVersion"), optional("appBuildNumber"),
+                optional("platform"),
+            ]
+        }
+    }
+
+    /// Every decision that is not an accepted attestation, in one statement: the verdicts of jobs not
+    /// decided before, and for accepted assertions the counter's compare-and-set per key. One row per
+    /// decision, in the order given (`decision` is its position there).
+    ///
+    /// A key's accepted assertions in a batch were decided in order, each above the one before, so the
+    /// key's counter moves to the highest of them when the stored counter is below the lowest, which is
+    /// what applying them one by one would do. When it is not (another writer moved it), none of the
+    /// key's assertions is stored and each is reported a counter conflict, to be decided again against
+    /// the stored counter. The condition is in the UPDATE itself, so a concurrent writer's change is
+    /// re-checked under the row lock, and the rows are locked in key order first (`locked`) so that two
+    /// batches cannot deadlock on them; verdicts are inserted in jobId order for the same reason. Stored
+    /// verdicts are looked up one by one through the primary key
+    /// (LATERAL … LIMIT 1 cannot become a join that scans the table, whatever plan the cached statement
+    /// settles on).
+    struct Decisions: PGStatement {
+        static let sql = """
+            WITH x AS (
+                SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[],
+                    $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::int4[],
+                    $15::int8[], $16::bytea[], $17::bytea[], $18::int8[])
+                    AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
+                        dkey, ctr)),
+            decided AS (
+                SELECT x.i, x.team, x.bundle, x.job, e.verdict_json, e.job_sha256
+                FROM x CROSS JOIN LATERAL (
+                    SELECT verdict_json, job_sha256 FROM verdicts
+                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job LIMIT 1) e),
+            fresh AS (SELECT * FROM x WHERE i NOT IN (SELECT i FROM decided)),
+            g AS (
+                SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
+                    max(received) AS seen
+                FROM fresh WHERE dkey IS NOT NULL GROUP BY dkey),
+            locked AS (
+                SELECT key_id FROM devices WHERE key_id IN (SELECT key_id FROM g) ORDER BY key_id FOR UPDATE),
+            d AS (
+                UPDATE devices SET counter = g.highest, assertion_count = assertion_count + g.n,
+                    last_seen_at = greatest(last_seen_at, g.seen)
+                FROM g WHERE devices.key_id = g.key_id AND devices.counter < g.lowest
+                    AND devices.key_id IN (SELECT key_id FROM locked)
+                RETURNING devices.key_id),
+            v AS (
+                \(insertVerdict)
+                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha
+                FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
+                ORDER BY team, bundle, job
+                ON CONFLICT (team_id, bundle_id, job_id) DO NOTHING RETURNING team_id, bundle_id, job_id)
+            SELECT x.i AS decision, v.job_id IS NOT NULL AS stored, decided.verdict_json, decided.job_sha256
+            FROM x LEFT JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job
+                LEFT JOIN decided ON decided.i = x.i
+            ORDER BY x.i
+            """
+        let parameters: [PGValue]
+        private let count: Int
+
+        init(_ decisions: [Decision]) {
+            count = decisions.count
+            let advanced = decisions.map { d -> (key: [UInt8], counter: UInt32)? in
+                if case .advanced(let key, let counter) = d.change { (key, counter) } else { nil }
+            }
+            let columns: [PGArray] = [
+                .int4(decisions.indices.map { Int32($0) }), .text(decisions.map(\.jobId)), .text(decisions.map(\.kind)),
+                .text(decisions.map(\.keyId)), .text(decisions.map(\.app.teamId)), .text(decisions.map(\.app.bundleId)),
+                .bool(decisions.map(\.ok)), .text(decisions.map(\.code)), .text(decisions.map(\.reason)),
+                .text(decisions.map(\.verdictJSON)), .timestamptz(unixMicroseconds: decisions.map { $0.receivedAt?.microseconds }),
+                .timestamptz(unixMicroseconds: decisions.map(\.decidedAt.microseconds)), .text(decisions.map { $0.source?.topic }),
+                .int4(decisions.map { $0.source?.partition }), .int8(decisions.map { $0.source?.offset }),
+                .bytea(decisions.map(\.jobDigest)), .bytea(advanced.map { $0?.key }),
+                .int8(advanced.map { $0.map { Int64($0.counter) } }),
+            ]
+            parameters = columns.map(PGValue.array)
+        }
+
+        struct Row: PGRowDecodable {
+            /// The decision's position in the statement's input.
+            let decision: Int
+            let written: Written
+
+            init(row: PGRow) throws(PGError) {
+                decision = try row.decode("decision")
+                written = try Written(row: row)
+            }
+        }
+
+        /// The outcome of each decision, in input order.
+        typealias Result = [CommitOutcome]
+
+        func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [CommitOutcome] {
+            // Sorted by `decision`, one row each: the n-th row is the n-th decision's.
+            let rows = try rows.exactly(count)
+            for (position, row) in rows.enumerated() where row.decision != position {
+                throw PGError(code: .unexpectedRowCount, message: "VerdictsTable.Decisions: row \(position) answers decision \(row.decision)")
+            }
+            return rows.map(\.written.outcome)
+        }
+    }
+}
+
+extension StoredVerdict: PGRowDecodable {
+    /// From `verdict_json` and `job_sha256`.
+    public init(row: PGRow) throws(PGError) {
+        self.init(json: try row.decode("verdict_json"), jobDigest: try row.decode("job_sha256"))
+    }
+}
