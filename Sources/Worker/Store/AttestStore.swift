@@ -70,6 +70,7 @@ public final class AttestStore: @unchecked Sendable {
         pipeline.append(PGCommit())
         let results = try connection.run { c throws(PGError) in try c.pipeline(pipeline) }
 
+        // Every decision is an attestation or one of the others, so each placeholder is overwritten.
         var outcomes = [CommitOutcome](repeating: .counterConflict, count: decisions.count)
         for attestation in attestations { outcomes[attestation.decision] = results[attestation.result].outcome }
         if let rest {

@@ -32,8 +32,7 @@ public enum ChallengeStore {
     /// cannot overflow whatever the configured skew.
     static func consume(_ claims: [ChallengeClaim], on c: PGConnection) throws(PGError) -> [String: ChallengeOutcome] {
         guard !claims.isEmpty else { return [:] }
-        let rows = try c.execute(ChallengesTable.Consume(claims))
-        return Dictionary(rows.map { ($0.jobId, $0.outcome) }, uniquingKeysWith: { _, last in last })
+        return try c.execute(ChallengesTable.Consume(claims))
     }
 
     /// Deletes up to `limit` challenges that expired more than `retainSeconds` ago by the database's clock

@@ -31,7 +31,7 @@ enum ChallengesTable {
         }
     }
 
-    /// Settles a batch's claims, one row per claim: its jobId and its ``ChallengeOutcome``.
+    /// Settles a batch's claims: each claim's ``ChallengeOutcome`` by its jobId, every claim answered.
     struct Consume: PGStatement {
         static let sql = """
             WITH claim AS (
@@ -77,7 +77,10 @@ enum ChallengesTable {
                     ])
                 })
             parameters = [.json(payload.serialized())]
+            jobIds = claims.map(\.jobId)
         }
+
+        private let jobIds: [String]
 
         struct Row: PGRowDecodable {
             let jobId: String
@@ -87,6 +90,16 @@ enum ChallengesTable {
                 jobId = try row.decode("job_id")
                 outcome = try row.decode("outcome")
             }
+        }
+
+        /// Every claim has a row (the claims are the LEFT JOIN's left side); one missing is an error, never
+        /// a claim left unsettled.
+        func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [String: ChallengeOutcome] {
+            let outcomes = Dictionary(rows.rows.map { ($0.jobId, $0.outcome) }, uniquingKeysWith: { _, last in last })
+            guard jobIds.allSatisfy({ outcomes[$0] != nil }) else {
+                throw PGError(code: .unexpectedRowCount, message: "ChallengesTable.Consume: a claim has no row")
+            }
+            return outcomes
         }
     }
 
