@@ -1,4 +1,4 @@
-/// Statements to send in one round trip (``PGConnection/pipeline(_:)-(PGPipeline)``), each read back
+/// Statements to send in one round trip (`PGConnection.pipeline(_:)`), each read back
 /// through the typed handle its `append` returned: no result is found by counting positions.
 public struct PGPipeline: Sendable {
     /// Where one statement's result is found in ``Results``, typed by the statement's result.
@@ -46,13 +46,13 @@ public struct PGPipeline: Sendable {
 }
 
 extension PGConnection {
-    /// Runs the pipeline's statements in one round trip (as ``pipeline(_:)-([(sql:params:)])``) and
+    /// Runs the pipeline's statements in one round trip (as the untyped `pipeline(_:)` does) and
     /// decodes each statement's result.
     ///
     /// Rows are decoded after the sync, so a pipeline that ends in `COMMIT` has committed when a result
     /// turns out not to have the shape its statement promises: the work must be idempotent anyway (a
     /// connection lost during `COMMIT` leaves the same doubt).
-    /// - Throws: as the untyped pipeline; decoding errors and `.unexpectedRowCount` as ``execute(_:)-(PGStatement)``.
+    /// - Throws: as the untyped pipeline; decoding errors and `.unexpectedRowCount` as the typed `execute(_:)`.
     public func pipeline(_ pipeline: PGPipeline) throws(PGError) -> PGPipeline.Results {
         try pipeline.decode(self.pipeline(pipeline.untyped))
     }

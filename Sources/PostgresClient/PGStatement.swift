@@ -3,7 +3,7 @@
 ///
 /// The result's shape is part of the type: a statement whose SQL promises one row is a
 /// ``PGOneRowStatement`` and hands back that row, so a missing row is an `.unexpectedRowCount` error,
-/// never an empty default. Run one with ``PGConnection/execute(_:)-(PGStatement)``, several in one round
+/// never an empty default. Run one with `PGConnection.execute(_:)`, several in one round
 /// trip with ``PGPipeline``.
 public protocol PGStatement: Sendable {
     /// What one row of the result decodes into.
