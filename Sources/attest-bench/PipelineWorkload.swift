@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestJobs
 import AttestMint
 import AttestVerifier
+import ConcurrentMap
 import Dispatch
 import Foundation
 
