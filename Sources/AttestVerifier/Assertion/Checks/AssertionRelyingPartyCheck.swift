@@ -1,3 +1,4 @@
+import AttestCore
 import AttestCrypto
 
 /// Step 5: rpIdHash is SHA-256 of the App ID (teamId.bundleId), compared in constant time.

@@ -1,3 +1,4 @@
+import AttestCore
 /// Step 6: the counter moves forward past the last accepted one, so a captured assertion cannot be replayed.
 struct CounterIncreaseCheck: AssertionCheck {
     func evaluate(_ context: AssertionContext) -> VerificationFailure? {

@@ -1,3 +1,4 @@
+import AttestCore
 import AttestCrypto
 
 /// Step 4: ES256 over nonce = SHA256(authenticatorData ‖ clientDataHash), so the digest verified is
