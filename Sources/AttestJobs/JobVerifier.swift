@@ -36,9 +36,10 @@ public struct JobVerifier: Sendable {
         self.timeBounds = timeBounds
     }
 
-    /// The verdict for a message that could not be read as a job.
-    public func rejection(jobId: String?, _ failure: VerificationFailure) -> Verdict {
-        var verdict = Verdict(job: nil, verifiedAt: clock.now())
+    /// The verdict for a message that could not be read as a job, decided at `now` (the worker's batch reading;
+    /// nil: the clock's).
+    public func rejection(jobId: String?, _ failure: VerificationFailure, at now: Timestamp? = nil) -> Verdict {
+        var verdict = Verdict(job: nil, verifiedAt: now ?? clock.now())
         verdict.jobId = jobId
         verdict.failure = failure
         return verdict

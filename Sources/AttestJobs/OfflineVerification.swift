@@ -10,23 +10,24 @@ extension JobVerifier {
     /// registered under `policy`, its challenges the backend's, no quota, and the stored device the line
     /// carries (`publicKey`, `previousCounter`; absent: unknown key); deviceIntelligence from the job alone.
     public func offlineVerdict(for line: String, policy: EnvironmentPolicy) -> Verdict {
+        let now = clock.now()
         guard line.utf8.count <= Self.maxLineBytes else {
-            return rejection(jobId: nil, VerificationFailure(.jobInvalid, .tooLarge, "line over 256 KiB"))
+            return rejection(jobId: nil, VerificationFailure(.jobInvalid, .tooLarge, "line over 256 KiB"), at: now)
         }
         guard let json = JSONValue.parse(Array(line.utf8)) else {
-            return rejection(jobId: nil, VerificationFailure(.jobInvalid, .invalidField, "line is not JSON"))
+            return rejection(jobId: nil, VerificationFailure(.jobInvalid, .invalidField, "line is not JSON"), at: now)
         }
         let job: Job
         switch Job.parse(json) {
-        case .failure(let invalid): return rejection(jobId: invalid.jobId, invalid.failure)
+        case .failure(let invalid): return rejection(jobId: invalid.jobId, invalid.failure, at: now)
         case .success(let parsed): job = parsed
         }
         var verdict: Verdict
         switch storedKey(of: job) {
         case .failure(let failure):
-            verdict = rejection(jobId: job.jobId, failure)
+            verdict = rejection(jobId: job.jobId, failure, at: now)
         case .success(let key):
-            verdict = check(job, JobCheckInputs(now: clock.now(), app: AppRules(environments: policy), key: key)).verdict
+            verdict = check(job, JobCheckInputs(now: now, app: AppRules(environments: policy), key: key)).verdict
         }
         verdict.deviceIntelligence = DeviceIntelligence.offline(verdict, of: job)
         return verdict

@@ -52,7 +52,7 @@ extension BatchProcessor {
         let (job, keyBytes): (Job, [UInt8]?)
         switch entry.content {
         case .invalid(let failure):
-            let verdict = verifier.rejection(jobId: entry.jobId, failure)
+            let verdict = verifier.rejection(jobId: entry.jobId, failure, at: now)
             return decision(verdict, job: nil, jobId: entry.jobId, source: source, change: .none, scope: entry.scope)
         case .job(let valid, let bytes):
             (job, keyBytes) = (valid, bytes)

@@ -202,7 +202,7 @@ public final class BatchProcessor: Sendable {
         }
         var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now, jobId: entry.jobId)
         let failure = VerificationFailure(.jobInvalid, .unstorable, "the database refused the job's values (\(error.summary))")
-        let answer = entry.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: entry.jobId, failure)
+        let answer = entry.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: entry.jobId, failure, at: now)
         dead.then = [verdict(entry, json: answer.json.serialized())]
         return dead
     }
@@ -302,7 +302,7 @@ public final class BatchProcessor: Sendable {
     /// stored, so the first decision stands; the producer that reused the id is worth an operator's look.
     private func reuse(_ entry: JobEntry, _ now: Timestamp) -> Outbound {
         let failure = VerificationFailure(.jobInvalid, .jobIdReused, "jobId was already decided for other content of this app")
-        let refusal = entry.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: entry.jobId, failure)
+        let refusal = entry.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: entry.jobId, failure, at: now)
         metrics?.jobIdReused.increment()
         logger?.warning("jobId reused with other content; the first decision stands", [
             ("jobId", .string(entry.jobId)), ("topic", .string(entry.message.topic)),
