@@ -20,6 +20,8 @@ let package = Package(
 
         // Duration in nanoseconds, milliseconds and seconds, for every module that hands one to an API.
         .target(name: "Durations"),
+        // One helper fanning work out over a fixed number of threads, for the batch's decide and the benchmarks.
+        .target(name: "ConcurrentMap"),
         // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
         .target(name: "AttestCore"),
         // The only module that calls libcrypto for verification: digests and ECDSA.
@@ -44,7 +46,7 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "KafkaClient",
-                "PostgresClient", "Observability", "Durations"],
+                "PostgresClient", "Observability", "Durations", "ConcurrentMap"],
             resources: [.copy("Migrations")]
         ),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.
@@ -59,7 +61,7 @@ let package = Package(
         .executableTarget(
             name: "attest-bench",
             dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker",
-                "KafkaClient", "PostgresClient"]
+                "KafkaClient", "PostgresClient", "ConcurrentMap"]
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),

@@ -2,8 +2,9 @@ import AttestCore
 import AttestCrypto
 import AttestVerifier
 
-/// Turns one job into a verdict with the verification core: the receivedAt bounds, then the attestation
-/// or assertion checks at the job's receivedAt. Shared by the offline `verify` and the worker.
+/// Turns one job into a verdict: one ordered list of checks (receivedAt bounds, app, challenge, the
+/// verification core's checks at the job's receivedAt, environment policy, quota) against a single `now`,
+/// run by the worker and the offline `verify` alike, so the two cannot drift.
 public struct JobVerifier: Sendable {
     public let attestations: AttestationVerifier
     public let assertions: AssertionVerifier
@@ -35,9 +36,10 @@ public struct JobVerifier: Sendable {
         self.timeBounds = timeBounds
     }
 
-    /// The verdict for a message that could not be read as a job.
-    public func rejection(jobId: String?, _ failure: VerificationFailure) -> Verdict {
-        var verdict = Verdict(job: nil, verifiedAt: clock.now())
+    /// The verdict for a message that could not be read as a job, decided at `now` (the worker's batch reading;
+    /// nil: the clock's).
+    public func rejection(jobId: String?, _ failure: VerificationFailure, at now: Timestamp? = nil) -> Verdict {
+        var verdict = Verdict(job: nil, verifiedAt: now ?? clock.now())
         verdict.jobId = jobId
         verdict.failure = failure
         return verdict
@@ -70,49 +72,45 @@ public struct JobVerifier: Sendable {
         return nil
     }
 
-    /// Decides an attestation job under the app's environment policy; `now` defaults to the clock's reading
-    /// (the worker passes its batch's, the one its other checks used).
-    public func decide(
-        _ request: AttestationRequest, of job: Job, policy: EnvironmentPolicy, now: Timestamp? = nil
-    ) -> (Verdict, VerifiedAttestation?) {
-        decide(job, now: now, verify: { attestations.verify(request, policy: policy, at: job.receivedAt) }) { verdict, verified in
-            verdict.environment = verified.environment
-            verdict.counter = verified.counter
-            verdict.publicKey = verified.publicKey
-            verdict.receipt = verified.receipt
-            verdict.extensions = verified.extensions
-        }
+    /// The checks before the challenge step: only a job passing them claims its worker-issued challenge.
+    static let beforeChallenge: [any JobCheck] = [
+        ReceivedAtCheck(),
+        AppRegistrationCheck(),
+    ]
+
+    /// A job's checks in the contract's order (CONTRACT 7); size, JSON and fields came first, when the
+    /// record was classified. The token is no check: it is signed onto an accepted verdict afterwards.
+    static let checks: [any JobCheck] = beforeChallenge + [
+        IssuedChallengeCheck(),
+        ObjectCheck(),  // AttestVerifier's attestation or assertion checks
+        KeyEnvironmentCheck(),  // assertions: the environment policy
+        QuotaCheck(),  // attestations: the monthly active device limit
+    ]
+
+    /// A job run through the checks: the verdict, and what passed them all.
+    public struct Checked: Sendable {
+        public var verdict: Verdict
+        /// The verified object when every check passed, else nil.
+        public var verified: VerifiedObject?
+        /// Whether the job got past the app step, so the app's policy applies to what follows (its risk weights).
+        public var passedApp: Bool
     }
 
-    /// Decides an assertion job against the stored device state (nil: no key attested for this keyId).
-    public func decide(
-        _ request: AssertionRequest, of job: Job, device: StoredDevice?, now: Timestamp? = nil
-    ) -> (Verdict, VerifiedAssertion?) {
-        decide(job, now: now, verify: { assertions.verify(request, device: device) }) { verdict, verified in
-            verdict.counter = verified.counter
-            verdict.extensions = verified.extensions
+    /// Runs the job's checks in order against `inputs`, the first failure deciding.
+    public func check(_ job: Job, _ inputs: JobCheckInputs) -> Checked {
+        var context = JobCheckContext(job: job, inputs: inputs, verifier: self, verdict: Verdict(job: job, verifiedAt: inputs.now))
+        for check in Self.checks {
+            if let failure = check.evaluate(&context) {
+                context.verdict.failure = failure
+                return Checked(verdict: context.verdict, verified: nil, passedApp: context.app != nil)
+            }
         }
+        return Checked(verdict: context.verdict, verified: context.verified, passedApp: true)
     }
 
-    /// The receivedAt bounds, then the core's decision at receivedAt, recorded into the verdict.
-    private func decide<Verified>(
-        _ job: Job, now: Timestamp?, verify: () -> Result<Verified, VerificationFailure>,
-        record: (inout Verdict, Verified) -> Void
-    ) -> (Verdict, Verified?) {
-        let now = now ?? clock.now()
-        var verdict = Verdict(job: job, verifiedAt: now)
-        if let failure = checkReceivedAt(job, now: now) {
-            verdict.failure = failure
-            return (verdict, nil)
-        }
-        verdict.verificationTime = job.receivedAt
-        switch verify() {
-        case .failure(let failure):
-            verdict.failure = failure
-            return (verdict, nil)
-        case .success(let verified):
-            record(&verdict, verified)
-            return (verdict, verified)
-        }
+    /// Whether `job` passes the checks before the challenge step, so it may claim its challenge.
+    public func reachesChallenge(_ job: Job, _ inputs: JobCheckInputs) -> Bool {
+        var context = JobCheckContext(job: job, inputs: inputs, verifier: self, verdict: Verdict(job: job, verifiedAt: inputs.now))
+        return Self.beforeChallenge.allSatisfy { $0.evaluate(&context) == nil }
     }
 }

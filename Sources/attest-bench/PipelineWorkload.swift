@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestJobs
 import AttestMint
 import AttestVerifier
+import ConcurrentMap
 import Dispatch
 import Foundation
 
@@ -160,19 +161,17 @@ struct PipelineWorkload: Sendable {
         guard let json = JSONValue.parse(line), case .success(let job) = Job.parse(json) else {
             return verifier.rejection(jobId: nil, VerificationFailure(.jobInvalid, .invalidField, "not a job"))
         }
-        let verdict: Verdict
-        switch job.payload {
-        case .attestation(let request):
-            let (decided, verified) = verifier.decide(request, of: job, policy: policy)
-            if let verified, let key = ECPublicKey(p256Point: verified.publicKey) {
-                device = StoredDevice(publicKey: key, counter: verified.counter)
-            }
-            verdict = decided
-        case .assertion(let request):
-            let (decided, verified) = verifier.decide(request, of: job, device: device)
-            if let verified { device?.counter = verified.counter }
-            verdict = decided
+        let key = device.map { AttestedKey(device: $0, environment: nil) }
+        let checked = verifier.check(job, JobCheckInputs(now: verifier.clock.now(), app: AppRules(environments: policy), key: key))
+        switch checked.verified {
+        case .attestation(let verified)?:
+            device = StoredDevice(publicKey: verified.key, counter: verified.counter)
+        case .assertion(let verified)?:
+            device?.counter = verified.counter
+        case nil:
+            break
         }
+        let verdict = checked.verdict
         // The worker stores and publishes this text: serializing it is part of deciding.
         _ = verdict.json.serialized()
         return verdict

@@ -2,6 +2,7 @@ import AttestCore
 import AttestCrypto
 import AttestJobs
 import AttestMint
+import ConcurrentMap
 import Foundation
 
 /// The job stream of `bench soak`: a fixed pool of devices attests once, then signs assertions round the

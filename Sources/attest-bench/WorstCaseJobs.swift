@@ -89,10 +89,8 @@ struct WorstCaseJobs {
     /// What the worker does with a job's bytes before any database work: parse, then decide.
     static func decide(_ job: Job, _ verifier: JobVerifier) -> Verdict? {
         guard let json = JSONValue.parse(job.bytes), case .success(let parsed) = AttestJobs.Job.parse(json) else { return nil }
-        switch parsed.payload {
-        case .attestation(let request): return verifier.decide(request, of: parsed, policy: .production).0
-        case .assertion(let request): return verifier.decide(request, of: parsed, device: job.device).0
-        }
+        let key = job.device.map { AttestedKey(device: $0, environment: nil) }
+        return verifier.check(parsed, JobCheckInputs(now: verifier.clock.now(), app: AppRules(environments: .production), key: key)).verdict
     }
 
     private static func bytes(_ members: [(String, JSONValue)]) -> [UInt8] { Array(JSONValue.object(members).serialized().utf8) }

@@ -1,6 +1,5 @@
 import AttestCLI
 import AttestCore
-import AttestCrypto
 import AttestJobs
 import AttestTokens
 import AttestVerifier
@@ -33,9 +32,6 @@ enum VerifyCommand: Subcommand {
 
         Exit status: 0 when every line was processed, 2 on usage or I/O errors.
         """
-
-    /// A line longer than this is not read as a job (CONTRACT 7: messages up to 256 KiB).
-    static let maxLineBytes = 256 * 1024
 
     static func run(_ args: inout Arguments) throws -> Int32 {
         let clock: any Clock
@@ -107,44 +103,15 @@ enum VerifyCommand: Subcommand {
         }
     }
 
+    /// The worker's check list run offline (``JobVerifier/offlineVerdict(for:policy:)``), then the token.
     static func verdict(for line: String, verifier: JobVerifier, policy: EnvironmentPolicy, tokens: TokenOptions?) throws -> Verdict {
-        guard line.utf8.count <= maxLineBytes else {
-            return verifier.rejection(jobId: nil, VerificationFailure(.jobInvalid, .tooLarge, "line over 256 KiB"))
-        }
-        guard let json = JSONValue.parse(Array(line.utf8)) else {
-            return verifier.rejection(jobId: nil, VerificationFailure(.jobInvalid, .invalidField, "line is not JSON"))
-        }
-        let job: Job
-        switch Job.parse(json) {
-        case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure)
-        case .success(let parsed): job = parsed
-        }
-        var verdict = decide(job, verifier: verifier, policy: policy)
-        let intelligence = DeviceIntelligence.offline(verdict, of: job)
-        verdict.deviceIntelligence = intelligence
-        if let tokens {
+        var verdict = verifier.offlineVerdict(for: line, policy: policy)
+        if let tokens, let intelligence = verdict.deviceIntelligence {
             try verdict.attachToken(
                 signer: tokens.signer, lifetimeSeconds: tokens.lifetimeSeconds, deviceId: intelligence.deviceId,
                 riskCategory: intelligence.assessment.category.rawValue)
         }
         return verdict
-    }
-
-    private static func decide(_ job: Job, verifier: JobVerifier, policy: EnvironmentPolicy) -> Verdict {
-        switch job.payload {
-        case .attestation(let request):
-            return verifier.decide(request, of: job, policy: policy).0
-        case .assertion(let request):
-            var device: StoredDevice? = nil
-            if let text = job.storedPublicKey {
-                guard let point = Base64.decode(text), let key = ECPublicKey(p256Point: point) else {
-                    return verifier.rejection(
-                        jobId: job.jobId, VerificationFailure(.jobInvalid, .invalidField, "publicKey is not a P-256 point"))
-                }
-                device = StoredDevice(publicKey: key, counter: job.storedCounter ?? 0)
-            }
-            return verifier.decide(request, of: job, device: device).0
-        }
     }
 
     private static func flush(_ output: inout [UInt8]) {

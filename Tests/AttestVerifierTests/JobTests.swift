@@ -25,8 +25,8 @@ import Testing
         switch Job.parse(json) {
         case .failure(let invalid): return verifier.rejection(jobId: invalid.jobId, invalid.failure).json
         case .success(let job):
-            guard case .attestation(let request) = job.payload else { return .null }
-            return verifier.decide(request, of: job, policy: .production).0.json
+            guard case .attestation = job.payload else { return .null }
+            return verifier.check(job, JobCheckInputs(now: now, app: AppRules(environments: .production))).verdict.json
         }
     }
 

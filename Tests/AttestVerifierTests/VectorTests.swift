@@ -31,13 +31,16 @@ import Testing
         let verifier = JobVerifier(trust: Fixtures.trust(c["trust"]!.stringValue!), clock: FixedClock(at))
         let job = try! Job.parse(Fixtures.job(for: c)).get()
         switch job.payload {
-        case .attestation(let request):
-            return verifier.decide(request, of: job, policy: EnvironmentPolicy(rawValue: c["environment"]!.stringValue!)!).0
-        case .assertion(let request):
+        case .attestation:
+            let app = AppRules(environments: EnvironmentPolicy(rawValue: c["environment"]!.stringValue!)!)
+            return verifier.check(job, JobCheckInputs(now: at, app: app)).verdict
+        case .assertion:
             let device = job.storedPublicKey.map {
                 StoredDevice(publicKey: ECPublicKey(p256Point: Base64.decode($0)!)!, counter: job.storedCounter ?? 0)
             }
-            return verifier.decide(request, of: job, device: device).0
+            // The vectors' lines carry no key environment, so no environment policy applies to assertions.
+            let key = device.map { AttestedKey(device: $0, environment: nil) }
+            return verifier.check(job, JobCheckInputs(now: at, app: AppRules(environments: .production), key: key)).verdict
         }
     }
 }

@@ -1,11 +1,17 @@
 import AttestCore
 import AttestCrypto
 
-/// Decides one assertion in the order of vectors/README.md: decode, parse, known key, signature, rpIdHash,
-/// counter. The signature is ES256 over the message nonce = SHA256(authenticatorData ‖ clientDataHash), so
-/// the digest verified is SHA256(nonce); DER signatures only, high-S accepted.
+/// Decides one assertion in the order of vectors/README.md: decode, parse, known key, then the checks
+/// (signature, rpIdHash, counter); the first failure decides.
 public struct AssertionVerifier: Sendable {
     public let limits: VerifierLimits
+
+    /// The steps after the key lookup, in order.
+    static let checks: [any AssertionCheck] = [
+        SignatureCheck(),  // step 4
+        AssertionRelyingPartyCheck(),  // step 5
+        CounterIncreaseCheck(),  // step 6
+    ]
 
     public init(limits: VerifierLimits = VerifierLimits()) {
         self.limits = limits
@@ -13,12 +19,40 @@ public struct AssertionVerifier: Sendable {
 
     /// - Parameter device: the stored state for the request's keyId, or nil when the key is unknown.
     public func verify(_ request: AssertionRequest, device: StoredDevice?) -> Result<VerifiedAssertion, VerificationFailure> {
-        // Step 1: base64 inputs.
+        let decoded: Decoded
+        switch decode(request) {
+        case .failure(let failure): return .failure(failure)
+        case .success(let value): decoded = value
+        }
+        // Step 3: a key attested earlier (after parsing, so a malformed assertion is reported as such).
+        guard let device else {
+            return .failure(VerificationFailure(.reattestRequired, .unknownKey, "no attested key for this keyId"))
+        }
+        let context = AssertionContext(
+            appId: request.appId, keyId: decoded.keyId, clientDataHash: decoded.clientDataHash, object: decoded.object,
+            authenticatorData: decoded.authenticatorData, device: device)
+        for check in Self.checks {
+            if let failure = check.evaluate(context) { return .failure(failure) }
+        }
+        return .success(
+            VerifiedAssertion(
+                keyId: decoded.keyId, counter: decoded.authenticatorData.counter, extensions: decoded.authenticatorData.extensions))
+    }
+
+    /// What steps 1–2 decode, before the key lookup.
+    private struct Decoded {
+        let keyId: [UInt8]
+        let clientDataHash: [UInt8]
+        let object: AssertionObject
+        let authenticatorData: AuthenticatorData
+    }
+
+    /// Steps 1–2: base64 inputs and the challenge binding, then the CBOR object and its authenticator data.
+    private func decode(_ request: AssertionRequest) -> Result<Decoded, VerificationFailure> {
         if let failure = limits.challengeFailure(request.challenge) { return .failure(failure) }
-        guard request.assertion.utf8.count <= (limits.maxAssertionBytes + 2) / 3 * 4 + 2,
-            let assertionBytes = Base64.decode(request.assertion)
-        else {
-            let tooLarge = request.assertion.utf8.count > (limits.maxAssertionBytes + 2) / 3 * 4 + 2
+        let maxText = (limits.maxAssertionBytes + 2) / 3 * 4 + 2
+        guard request.assertion.utf8.count <= maxText, let assertionBytes = Base64.decode(request.assertion) else {
+            let tooLarge = request.assertion.utf8.count > maxText
             return .failure(
                 VerificationFailure(.assertionInvalid, tooLarge ? .tooLarge : .malformedBase64, "assertion is not usable base64"))
         }
@@ -51,8 +85,6 @@ public struct AssertionVerifier: Sendable {
             }
             clientDataHash = Digest.sha256.hash(raw)
         }
-
-        // Step 2: the CBOR object and its authenticator data (before the key lookup and the signature).
         let object: AssertionObject
         do {
             object = try AssertionObject(cbor: assertionBytes, maxDepth: limits.maxCBORDepth)
@@ -67,28 +99,6 @@ public struct AssertionVerifier: Sendable {
             let reason: FailureReason = error == .trailingData ? .trailingData : .malformedCBOR
             return .failure(VerificationFailure(.assertionInvalid, reason, "authenticator data: \(error)"))
         }
-
-        // Step 3: a key attested earlier.
-        guard let device else {
-            return .failure(VerificationFailure(.reattestRequired, .unknownKey, "no attested key for this keyId"))
-        }
-        // Step 4: the signature over SHA256(nonce).
-        let nonce = Digest.sha256(object.authenticatorData, clientDataHash)
-        guard device.publicKey.verify(signature: object.signature, digest: Digest.sha256.hash(nonce)) else {
-            return .failure(VerificationFailure(.assertionInvalid, .signatureInvalid, "signature does not verify"))
-        }
-        // Step 5: the App ID.
-        guard ConstantTime.equal(authenticatorData.rpIdHash, Digest.sha256.hash(Array(request.appId.utf8))) else {
-            return .failure(VerificationFailure(.assertionInvalid, .rpIdMismatch, "rpIdHash is not SHA-256 of the App ID"))
-        }
-        // Step 6: the counter moves forward.
-        guard authenticatorData.counter > device.counter else {
-            return .failure(
-                VerificationFailure(
-                    .assertionInvalid, .counterNotIncreasing,
-                    "counter \(authenticatorData.counter) is not above \(device.counter)"))
-        }
-        return .success(
-            VerifiedAssertion(keyId: keyId, counter: authenticatorData.counter, extensions: authenticatorData.extensions))
+        return .success(Decoded(keyId: keyId, clientDataHash: clientDataHash, object: object, authenticatorData: authenticatorData))
     }
 }

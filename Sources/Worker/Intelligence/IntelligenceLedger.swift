@@ -27,8 +27,29 @@ final class IntelligenceLedger: Sendable {
         }
     }
 
-    /// Applies the quota to an accepted attestation of a device not yet counted this month (turning it
-    /// into quota_exceeded), then scores the device with this verdict and fills `deviceIntelligence`.
+    /// The quota step of the check list, for an attestation that passed every other check: the limit and
+    /// the devices counted when the app's quota turns its device away (not yet counted this month, limit and
+    /// grace spent), else nil, and the device is counted at once, so that no other lane admits one device
+    /// too many in between.
+    /// - Parameter stored: the key's device as known before this job (same app), if any.
+    func admit(_ job: Job, keyBytes: [UInt8]?, stored: DeviceRecord?, app: AppPolicy) -> (limit: Int, current: Int)? {
+        guard let limit = app.madLimit else { return nil }
+        let identity = DeviceIdentity(job: job, keyBytes: keyBytes, stored: stored)
+        let month = AppMonth(teamId: job.teamId, bundleId: job.bundleId, month: job.receivedAt.utcMonth)
+        let monthly = MonthlyDevice(month: month, identity: identity)
+        return state.withLock { s in
+            guard !s.counted.contains(monthly) else { return nil }
+            let quota = s.quotas[month] ?? MonthlyQuota()
+            if quota.stopsNewDevices(at: job.receivedAt, limit: limit, graceDays: app.graceDays) {
+                return (limit, quota.devices)
+            }
+            Self.count(monthly, in: &s, limit: limit, at: job.receivedAt)
+            return nil
+        }
+    }
+
+    /// Scores the device with this verdict (the check list's, quota included), counts an accepted job's
+    /// device for its month and fills `deviceIntelligence`.
     /// - Parameter stored: the key's device as known before this job (same app), if any.
     func assess(_ verdict: inout Verdict, job: Job, keyBytes: [UInt8]?, stored: DeviceRecord?, app: AppPolicy?) -> IntelligenceChange {
         let identity = DeviceIdentity(job: job, keyBytes: keyBytes, stored: stored)
@@ -37,21 +58,7 @@ final class IntelligenceLedger: Sendable {
         let monthly = MonthlyDevice(month: month, identity: identity)
         let newKey = stored.map { DeviceIdentity(record: $0) != identity } ?? true
         return state.withLock { s in
-            if verdict.ok, job.kind == .attestation, let app, let limit = app.madLimit, !s.counted.contains(monthly) {
-                let quota = s.quotas[month] ?? MonthlyQuota()
-                if quota.stopsNewDevices(at: job.receivedAt, limit: limit, graceDays: app.graceDays) {
-                    verdict.failure = VerificationFailure(.quotaExceeded, .quotaExceeded, "monthly active device limit reached")
-                    verdict.quota = (limit, quota.devices)
-                }
-            }
-            if verdict.ok && s.counted.insert(monthly).inserted {
-                var quota = s.quotas[month] ?? MonthlyQuota()
-                quota.devices += 1
-                if let limit = app?.madLimit, quota.devices >= limit, quota.limitReachedAt == nil {
-                    quota.limitReachedAt = job.receivedAt
-                }
-                s.quotas[month] = quota
-            }
+            if verdict.ok { Self.count(monthly, in: &s, limit: app?.madLimit, at: job.receivedAt) }
             var history = s.histories[device] ?? DeviceHistory()
             let event = DeviceEvent(verdict, newKey: newKey)
             history.record(event, at: job.receivedAt)
@@ -71,5 +78,16 @@ final class IntelligenceLedger: Sendable {
                 device: device, month: month.month, event: event, deviceId: history.deviceId!, assessment: assessment,
                 writesRisk: writesRisk, countsAsActive: verdict.ok && !countedBefore.contains(monthly), keyId: keyBytes)
         }
+    }
+
+    /// Counts `monthly` once for its month; the count reaching the limit starts the grace period.
+    private static func count(_ monthly: MonthlyDevice, in s: inout IntelligenceSnapshot, limit: Int?, at receivedAt: Timestamp) {
+        guard s.counted.insert(monthly).inserted else { return }
+        var quota = s.quotas[monthly.month] ?? MonthlyQuota()
+        quota.devices += 1
+        if let limit, quota.devices >= limit, quota.limitReachedAt == nil {
+            quota.limitReachedAt = receivedAt
+        }
+        s.quotas[monthly.month] = quota
     }
 }

@@ -7,18 +7,18 @@ extension BatchProcessor {
     /// Reads the histories, monthly counts and quotas the batch's jobs are decided with, in one round trip.
     /// A key's identity can change within the batch (an attestation bringing a fingerprint), so the
     /// fingerprints the batch's attestations bring are read for their keys' other jobs too.
-    func intelligenceLedger(_ items: [Item], _ indices: [Int]) throws(PGError) -> IntelligenceLedger {
+    func intelligenceLedger(_ entries: [JobEntry]) throws(PGError) -> IntelligenceLedger {
         var brought = [[UInt8]: String]()
-        for i in indices {
-            guard let job = items[i].job, job.kind == .attestation, let key = items[i].keyBytes,
+        for entry in entries {
+            guard let job = entry.job, job.kind == .attestation, let key = entry.keyBytes,
                 let fingerprint = job.metadata["deviceFingerprint"]
             else { continue }
             brought[key] = fingerprint
         }
         var query = IntelligenceQuery()
-        for i in indices {
-            guard let job = items[i].job else { continue }
-            let key = items[i].keyBytes
+        for entry in entries {
+            guard let job = entry.job else { continue }
+            let key = entry.keyBytes
             let stored = key.flatMap { devices.get($0)?.record }.flatMap {
                 $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil
             }

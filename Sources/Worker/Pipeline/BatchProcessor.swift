@@ -3,7 +3,6 @@ import AttestCrypto
 import AttestJobs
 import AttestTokens
 import AttestVerifier
-import Dispatch
 import KafkaClient
 import Observability
 import PostgresClient
@@ -79,127 +78,109 @@ public final class BatchProcessor: Sendable {
         BatchProcessor(verifier: verifier, store: store, devices: devices, settings: settings, metrics: metrics, logger: logger)
     }
 
-    /// One consumed message on its way to being published.
-    struct Item: Sendable {
-        let message: KafkaMessage
-        /// Set when the message is a job (a JSON object with a jobId), valid or not.
-        var jobId: String?
-        /// The app the jobId belongs to: the job's pair when its teamId and bundleId are valid, else none.
-        var scope = AppIdentity.none
-        /// SHA-256 of the message (jobs only): what tells a redelivery from a reused jobId.
-        var digest: [UInt8] = []
-        /// Set when the job's fields are valid.
-        var job: Job?
-        /// The job_invalid failure of a job with unusable fields.
-        var invalid: VerificationFailure?
-        /// The device key of a valid job whose keyId decodes to 32 bytes.
-        var keyBytes: [UInt8]?
-        var decision: Decision?
-        var outbound: Outbound?
-        /// How the job's worker-issued challenge was settled; nil when it made no claim.
-        var challenge: ChallengeOutcome?
-
-        var scopedJobId: ScopedJobId? { jobId.map { ScopedJobId(app: scope, jobId: $0) } }
-    }
-
     /// Decides and stores `messages`; throws only infrastructure errors (after the store's own retries),
     /// in which case nothing of the batch may be acknowledged.
     public func process(_ messages: [KafkaMessage]) throws(PGError) -> [Outbound] {
-        var items = messages.map { Item(message: $0) }
         let now = verifier.clock.now()
-        for i in items.indices { classify(&items[i], now: now) }
+        // What each message publishes, by position; every one gets its answer before the batch returns.
+        var published = [Outbound?](repeating: nil, count: messages.count)
+        var jobs = [JobEntry]()
+        for (position, message) in messages.enumerated() {
+            switch classify(message, at: position, now: now) {
+            case .deadLetter(let letter): published[position] = letter
+            case .job(let entry): jobs.append(entry)
+            }
+        }
 
-        let jobs = items.indices.filter { items[$0].jobId != nil }
-        let unknownKeys = Set(jobs.compactMap { items[$0].keyBytes }).filter { devices.get($0) == nil }
-        let (stored, fetched) = try store.prefetch(jobs: jobs.map { items[$0].scopedJobId! }, keyIds: Array(unknownKeys))
+        let unknownKeys = Set(jobs.compactMap(\.keyBytes)).filter { devices.get($0) == nil }
+        let (stored, fetched) = try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(unknownKeys))
         for record in fetched.values { devices.put(record) }
         try refreshApps(now: now, force: false)
 
         // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already used
         // gets its own rejection. A jobId repeated within the batch is decided once, and its other messages are
         // answered by whichever decision stands once it is stored (another worker's may have come first).
-        var toDecide = [Int]()
+        var toDecide = [JobEntry]()
         var deciding = Set<ScopedJobId>()
-        for i in jobs {
-            let key = items[i].scopedJobId!
-            if let previous = stored[key] {
-                items[i].outbound = answer(items[i], decided: previous, now)
-            } else if deciding.insert(key).inserted {
-                toDecide.append(i)
+        for entry in jobs {
+            if let previous = stored[entry.scopedJobId] {
+                published[entry.position] = answer(entry, decided: previous, now)
+            } else if deciding.insert(entry.scopedJobId).inserted {
+                toDecide.append(entry)
             }
         }
-        if toDecide.contains(where: { items[$0].job.map { policy(for: $0) == nil } ?? false }) {
+        if toDecide.contains(where: { $0.job.map { policy(for: $0) == nil } ?? false }) {
             try refreshApps(now: now, force: true)
         }
-        try consumeChallenges(&items, toDecide, now: now)
-        let ledger = try intelligenceLedger(items, toDecide)
-        decide(&items, toDecide, now: now, ledger)
+        let challenges = try consumeChallenges(toDecide, now: now)
+        let ledger = try intelligenceLedger(toDecide)
+        var round = decide(toDecide, now: now, challenges: challenges, ledger)
 
         var standing = [ScopedJobId: StoredVerdict]()
-        var round = toDecide
         for _ in 0..<Self.maxRounds where !round.isEmpty {
-            let (outcomes, crossings) = try store.commit(round.map { items[$0].decision! })
+            let (outcomes, crossings) = try store.commit(round.map(\.decision))
             report(crossings)
-            var conflicts = [Int]()
-            for (i, outcome) in zip(round, outcomes) {
+            var conflicts = [Decided]()
+            for (decided, outcome) in zip(round, outcomes) {
+                let entry = decided.entry
                 switch outcome {
                 case .stored:
-                    let decision = items[i].decision!
-                    items[i].outbound = verdict(items[i], json: decision.verdictJSON)
-                    standing[items[i].scopedJobId!] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
-                    remember(items[i])
+                    let decision = decided.decision
+                    published[entry.position] = verdict(entry, json: decision.verdictJSON)
+                    standing[entry.scopedJobId] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
+                    remember(decided)
                     record(decision)
                 case .alreadyDecided(let previous):
                     // Another worker stored this jobId of the app meanwhile.
-                    items[i].outbound = answer(items[i], decided: previous, now)
-                    standing[items[i].scopedJobId!] = previous
+                    published[entry.position] = answer(entry, decided: previous, now)
+                    standing[entry.scopedJobId] = previous
                 case .counterConflict:
-                    conflicts.append(i)
+                    conflicts.append(decided)
                 }
             }
             if !conflicts.isEmpty {
                 // Another writer moved these counters: read the stored state and decide again.
-                let keys = Set(conflicts.compactMap { items[$0].keyBytes })
+                let keys = Set(conflicts.compactMap(\.entry.keyBytes))
                 for key in keys { devices.remove(key) }
                 let (_, fresh) = try store.prefetch(jobs: [], keyIds: Array(keys))
                 for record in fresh.values { devices.put(record) }
-                ledger.forgetScores(of: conflicts.compactMap { items[$0].decision?.intelligence?.device })
-                decide(&items, conflicts, now: now, ledger)
+                ledger.forgetScores(of: conflicts.compactMap { $0.decision.intelligence?.device })
+                round = decide(conflicts.map(\.entry), now: now, challenges: challenges, ledger)
+            } else {
+                round = []
             }
-            round = conflicts
         }
         guard round.isEmpty else {
             throw PGError(code: .client, message: "counter races did not settle after \(Self.maxRounds) rounds", isConnectionLost: false)
         }
-        for i in jobs where items[i].outbound == nil {
-            if let decided = standing[items[i].scopedJobId!] { items[i].outbound = answer(items[i], decided: decided, now) }
+        for entry in jobs where published[entry.position] == nil {
+            if let decided = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: decided, now) }
         }
         // Every consumed message must leave with something, or its offset would block the partition.
-        for i in items.indices where items[i].outbound == nil {
-            items[i].outbound = deadLetter(items[i].message, .jobInvalid, "no decision could be made", now)
+        return messages.enumerated().map { position, message in
+            published[position] ?? deadLetter(message, .jobInvalid, "no decision could be made", now)
         }
-        return items.map { $0.outbound! }
     }
 
     // MARK: Classifying
 
     /// Size and JSON first (``RecordClassifier``): what is not a job becomes a dead letter (no verdict); a job
     /// with a jobId but unusable fields is decided job_invalid and stored like any other.
-    private func classify(_ item: inout Item, now: Timestamp) {
-        switch RecordClassifier(maxMessageBytes: settings.maxMessageBytes).classify(item.message) {
+    private func classify(_ message: KafkaMessage, at position: Int, now: Timestamp) -> Classified {
+        switch RecordClassifier(maxMessageBytes: settings.maxMessageBytes).classify(message) {
         case .deadLetter(let letter):
-            item.outbound = deadLetter(item.message, letter, now)
+            return .deadLetter(deadLetter(message, letter, now))
         case .invalidJob(let jobId, let app, let failure):
-            item.jobId = jobId
-            item.scope = app
-            item.digest = Digest.sha256.hash(item.message.value)
-            item.invalid = failure
+            return .job(
+                JobEntry(
+                    position: position, message: message, jobId: jobId, scope: app, digest: Digest.sha256.hash(message.value),
+                    content: .invalid(failure)))
         case .job(let job):
-            item.jobId = job.jobId
-            item.digest = Digest.sha256.hash(item.message.value)
-            item.job = job
-            item.scope = job.app
-            if let bytes = Base64.decode(job.keyId), bytes.count == 32 { item.keyBytes = bytes }
+            let keyBytes = Base64.decode(job.keyId).flatMap { $0.count == 32 ? $0 : nil }
+            return .job(
+                JobEntry(
+                    position: position, message: message, jobId: job.jobId, scope: job.app,
+                    digest: Digest.sha256.hash(message.value), content: .job(job, keyBytes: keyBytes)))
         }
     }
 
@@ -215,14 +196,14 @@ public final class BatchProcessor: Sendable {
     /// waits for it. A redelivery meets the same refusal and gets the same answer. A message that is no
     /// job gets the dead letter alone.
     public func unstorable(_ message: KafkaMessage, _ error: PGError) -> Outbound {
-        var item = Item(message: message)
         let now = verifier.clock.now()
-        classify(&item, now: now)
-        var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now, jobId: item.jobId)
-        guard let jobId = item.jobId else { return dead }
+        guard case .job(let entry) = classify(message, at: 0, now: now) else {
+            return deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now)
+        }
+        var dead = deadLetter(message, .jobInvalid, "could not be stored: \(error.summary)", now, jobId: entry.jobId)
         let failure = VerificationFailure(.jobInvalid, .unstorable, "the database refused the job's values (\(error.summary))")
-        let answer = item.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: jobId, failure)
-        dead.then = [verdict(item, json: answer.json.serialized())]
+        let answer = entry.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: entry.jobId, failure, at: now)
+        dead.then = [verdict(entry, json: answer.json.serialized())]
         return dead
     }
 
@@ -256,12 +237,12 @@ public final class BatchProcessor: Sendable {
 
     /// A verdict message: keyed by keyId (or the message's key when the job's fields could not be read),
     /// bounded, with the jobId in a header.
-    private func verdict(_ item: Item, json: String) -> Outbound {
-        let key = item.job.map { OutboundBudget.key(Array($0.keyId.utf8)) }
-            ?? OutboundBudget.key(item.message.key, sha256: item.message.keySha256)
+    private func verdict(_ entry: JobEntry, json: String) -> Outbound {
+        let key = entry.job.map { OutboundBudget.key(Array($0.keyId.utf8)) }
+            ?? OutboundBudget.key(entry.message.key, sha256: entry.message.keySha256)
         return Outbound(
-            source: item.message.topicPartition, sourceOffset: item.message.offset, topic: settings.verdictsTopic,
-            key: key, value: Array(json.utf8), headers: [("jobId", Array(item.jobId!.utf8))], original: item.message,
+            source: entry.message.topicPartition, sourceOffset: entry.message.offset, topic: settings.verdictsTopic,
+            key: key, value: Array(json.utf8), headers: [("jobId", Array(entry.jobId.utf8))], original: entry.message,
             kind: .verdict)
     }
 
@@ -282,152 +263,13 @@ public final class BatchProcessor: Sendable {
         return AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
     }
 
-    // MARK: Deciding
-
-    /// Decides `indices` in parallel across keys; the jobs of one key in order, each seeing the device state
-    /// the previous one leaves (an attestation followed by its first assertions in the same batch).
-    private func decide(_ items: inout [Item], _ indices: [Int], now: Timestamp, _ ledger: IntelligenceLedger) {
-        var groups = [[UInt8]: [Int]]()
-        var order = [[UInt8]]()
-        for i in indices {
-            let key = items[i].keyBytes ?? Array((items[i].job?.keyId ?? items[i].jobId!).utf8)
-            if groups[key] == nil { order.append(key) }
-            groups[key, default: []].append(i)
-        }
-        let snapshot = items
-        let results = Mutex<[(Int, Decision)]>([])
-        let work = order.map { groups[$0]! }
-        // `threads` lanes (ATTEST_WORKERS), each taking the next key group until none is left: groups differ
-        // in cost (an attestation is several assertions' worth), so a fixed split leaves lanes idle.
-        let lanes = max(1, min(settings.threads, work.count))
-        let next = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: lanes) { _ in
-            var decided = [(Int, Decision)]()
-            while case let g = next.add(1, ordering: .relaxed).oldValue, g < work.count {
-                var state: DeviceState? = nil
-                for i in work[g] {
-                    var decision = decideOne(snapshot[i], now: now, state: &state, ledger)
-                    decision.jobDigest = snapshot[i].digest
-                    decided.append((i, decision))
-                }
-            }
-            results.withLock { $0 += decided }
-        }
-        for (i, decision) in results.withLock({ $0 }) { items[i].decision = decision }
-    }
-
-    /// A key's device as the batch has left it so far.
-    private struct DeviceState {
-        var record: DeviceRecord
-        var key: ECPublicKey
-    }
-
-    /// - Parameter now: the batch's clock reading, the one its challenge claims were made against.
-    private func decideOne(_ item: Item, now: Timestamp, state: inout DeviceState?, _ ledger: IntelligenceLedger) -> Decision {
-        let source = Decision.Source(topic: item.message.topic, partition: item.message.partition, offset: item.message.offset)
-        guard let job = item.job else {
-            let verdict = verifier.rejection(jobId: item.jobId, item.invalid!)
-            return decision(verdict, job: nil, jobId: item.jobId!, source: source, change: .none, scope: item.scope)
-        }
-        let cached = state?.record ?? item.keyBytes.flatMap { devices.get($0)?.record }
-        // The key's device as this app knows it: what its identity and risk history go by.
-        let attested = cached.flatMap { $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil }
-        if let failure = verifier.checkReceivedAt(job, now: now, brokerTimestampMs: item.message.timestampMs) {
-            var verdict = rejection(job, failure, now)
-            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
-        }
-        guard let app = policy(for: job) else {
-            let failure = VerificationFailure(.jobInvalid, .unknownApp, "app \(job.teamId).\(job.bundleId) is not registered")
-            var verdict = rejection(job, failure, now)
-            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: nil)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
-        }
-        if app.challenges == .worker, let failure = challengeFailure(item, job) {
-            var verdict = rejection(job, failure, now)
-            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
-        }
-        switch job.payload {
-        case .attestation(let request):
-            var (verdict, verified) = timed(.attestation) { verifier.decide(request, of: job, policy: app.environments, now: now) }
-            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: attested, app: app)
-            guard verdict.ok, let verified else {
-                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
-            }
-            let record = DeviceRecord(
-                keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                counter: cached?.publicKey == verified.publicKey ? cached!.counter : 0,
-                environment: verified.environment.rawValue, deviceId: intelligence.deviceId,
-                fingerprint: job.metadata["deviceFingerprint"] ?? cached?.fingerprint)
-            state = DeviceState(record: record, key: verified.key)
-            sign(&verdict, app: app, intelligence)
-            let device = Decision.AttestedDevice(
-                keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
-                metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
-        case .assertion(let request):
-            if state == nil, let keyBytes = item.keyBytes, let cached = devices.get(keyBytes) {
-                state = DeviceState(record: cached.record, key: cached.key)
-            }
-            // A key attested for another app is unknown to this one.
-            let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
-            let device = known.map { StoredDevice(publicKey: $0.key, counter: $0.record.counter) }
-            var (verdict, verified) = timed(.assertion) { verifier.decide(request, of: job, device: device, now: now) }
-            if verified != nil, let record = known?.record, let failure = Self.environmentFailure(record, app) {
-                verdict.failure = failure
-                verdict.counter = nil
-                verdict.environment = AppAttestEnvironment(rawValue: record.environment)
-                verified = nil
-            }
-            let intelligence = ledger.assess(&verdict, job: job, keyBytes: item.keyBytes, stored: known?.record, app: app)
-            guard let verified else {
-                return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
-            }
-            state?.record.counter = verified.counter
-            sign(&verdict, app: app, intelligence)
-            return decision(
-                verdict, job: job, jobId: job.jobId, source: source,
-                change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
-        }
-    }
-
-    /// Why an authentic assertion of `record`'s key is refused under the app's current policy, or nil: a
-    /// key keeps the environment it was attested in, and the app may since have stopped admitting it (the
-    /// attestation check's code and reason, so both paths read alike).
-    static func environmentFailure(_ record: DeviceRecord, _ app: AppPolicy) -> VerificationFailure? {
-        if let environment = AppAttestEnvironment(rawValue: record.environment), app.environments.allows(environment) { return nil }
-        return VerificationFailure(.appleValidationFailed, .environmentNotAllowed, "\(record.environment) keys are not accepted")
-    }
-
-    /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others),
-    /// with the device id and risk category the verdict reports.
-    private func sign(_ verdict: inout Verdict, app: AppPolicy, _ intelligence: IntelligenceChange) {
-        guard let signer = settings.tokenSigner else { return }
-        do {
-            try verdict.attachToken(
-                signer: signer, lifetimeSeconds: Int64(app.tokenLifetimeSeconds), deviceId: intelligence.deviceId,
-                riskCategory: intelligence.riskCategory.rawValue)
-        } catch {
-            // OpenSSL refusing to sign means a broken process: the verdict goes out without a token, counted.
-            metrics?.errors.labels(["token"]).increment()
-        }
-    }
-
-    /// Runs one verification, timed per kind when metrics are on.
-    private func timed<T>(_ kind: Job.Kind, _ verify: () -> T) -> T {
-        guard let metrics else { return verify() }
-        return metrics.verificationSeconds.labels([kind.rawValue]).time(verify)
-    }
-
-    private func rejection(_ job: Job, _ failure: VerificationFailure, _ now: Timestamp) -> Verdict {
+    func rejection(_ job: Job, _ failure: VerificationFailure, _ now: Timestamp) -> Verdict {
         var verdict = Verdict(job: job, verifiedAt: now)
         verdict.failure = failure
         return verdict
     }
 
-    private func decision(
+    func decision(
         _ verdict: Verdict, job: Job?, jobId: String, source: Decision.Source, change: Decision.DeviceChange,
         _ intelligence: IntelligenceChange? = nil, scope: AppIdentity = .none
     ) -> Decision {
@@ -449,30 +291,30 @@ public final class BatchProcessor: Sendable {
 
     /// The answer to a job whose jobId its app has a stored verdict for: that verdict, unchanged, when it
     /// decided this very message (a redelivery), else a reuse.
-    private func answer(_ item: Item, decided previous: StoredVerdict, _ now: Timestamp) -> Outbound {
-        guard previous.decided(digest: item.digest) else { return reuse(item, now) }
+    private func answer(_ entry: JobEntry, decided previous: StoredVerdict, _ now: Timestamp) -> Outbound {
+        guard previous.decided(digest: entry.digest) else { return reuse(entry, now) }
         metrics?.republished.increment()
-        return verdict(item, json: previous.json)
+        return verdict(entry, json: previous.json)
     }
 
     /// The answer to a job reusing a jobId its app already used for other content: a job_invalid /
     /// job_id_reused rejection built from this job alone (never another job's verdict), published but not
     /// stored, so the first decision stands; the producer that reused the id is worth an operator's look.
-    private func reuse(_ item: Item, _ now: Timestamp) -> Outbound {
+    private func reuse(_ entry: JobEntry, _ now: Timestamp) -> Outbound {
         let failure = VerificationFailure(.jobInvalid, .jobIdReused, "jobId was already decided for other content of this app")
-        let refusal = item.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: item.jobId, failure)
+        let refusal = entry.job.map { rejection($0, failure, now) } ?? verifier.rejection(jobId: entry.jobId, failure, at: now)
         metrics?.jobIdReused.increment()
         logger?.warning("jobId reused with other content; the first decision stands", [
-            ("jobId", .string(item.jobId ?? "")), ("topic", .string(item.message.topic)),
-            ("partition", .int(Int64(item.message.partition))), ("offset", .int(item.message.offset)),
+            ("jobId", .string(entry.jobId)), ("topic", .string(entry.message.topic)),
+            ("partition", .int(Int64(entry.message.partition))), ("offset", .int(entry.message.offset)),
         ])
-        return verdict(item, json: refusal.json.serialized())
+        return verdict(entry, json: refusal.json.serialized())
     }
 
     /// After a decision is stored, the cache reflects it for the next batches.
-    private func remember(_ item: Item) {
-        guard let decision = item.decision, let job = item.job else { return }
-        switch decision.change {
+    private func remember(_ decided: Decided) {
+        guard let job = decided.entry.job else { return }
+        switch decided.decision.change {
         case .none:
             break
         case .attested(let device):
@@ -480,7 +322,7 @@ public final class BatchProcessor: Sendable {
             devices.put(
                 DeviceRecord(
                     keyId: device.keyId, teamId: device.teamId, bundleId: device.bundleId, publicKey: device.publicKey,
-                    counter: previous?.publicKey == device.publicKey ? previous!.counter : 0,
+                    counter: previous.flatMap { $0.publicKey == device.publicKey ? $0.counter : nil } ?? 0,
                     environment: device.environment, deviceId: device.deviceId ?? previous?.deviceId ?? "",
                     fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint))
         case .advanced(let keyId, let counter):

@@ -2,10 +2,11 @@ import Dispatch
 import Synchronization
 
 /// `body(0..<count)` on `threads` threads, each taking the next index until none is left (items differ in
-/// cost, so a fixed split would leave threads idle), results in index order: minting (one attestation is a
-/// few ECDSA signatures and a certificate) and the in-process verification both run on it. The first error
-/// thrown stops every thread at its next index and is rethrown; a body that cannot throw needs no `try`.
-func concurrentMap<T: Sendable, E: Error>(_ count: Int, threads: Int, _ body: @Sendable (Int) throws(E) -> T) throws(E) -> [T] {
+/// cost, so a fixed split would leave threads idle), results in index order: the batch's decide across key
+/// groups (an attestation costs several assertions) and the benchmarks' minting and in-process verification
+/// both run on it. The first error thrown stops every thread at its next index and is rethrown; a body that
+/// cannot throw needs no `try`.
+public func concurrentMap<T: Sendable, E: Error>(_ count: Int, threads: Int, _ body: @Sendable (Int) throws(E) -> T) throws(E) -> [T] {
     let results = Mutex<(values: [T?], error: E?)>((Array(repeating: nil, count: count), nil))
     let next = Atomic<Int>(0)
     DispatchQueue.concurrentPerform(iterations: threads) { _ in

@@ -1,0 +1,13 @@
+import AttestVerifier
+
+/// The job's (teamId, bundleId) is registered (or unknown apps are admitted, which the worker folds into
+/// the inputs): its rules decide the challenge and environment steps.
+struct AppRegistrationCheck: JobCheck {
+    func evaluate(_ context: inout JobCheckContext) -> VerificationFailure? {
+        guard let app = context.inputs.app else {
+            return VerificationFailure(.jobInvalid, .unknownApp, "app \(context.job.teamId).\(context.job.bundleId) is not registered")
+        }
+        context.app = app
+        return nil
+    }
+}

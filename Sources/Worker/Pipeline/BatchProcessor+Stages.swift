@@ -1,0 +1,58 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestVerifier
+import KafkaClient
+
+/// The stages a consumed message moves through, each a type holding what the stage guarantees:
+/// incoming (a ``KafkaMessage``) → ``BatchProcessor/Classified`` (a dead letter, or a job entry: an invalid
+/// job or a job) → ``BatchProcessor/Decided`` (its decision) → stored (by ``DecisionStore/commit(_:)``) →
+/// published (an ``Outbound``).
+extension BatchProcessor {
+    /// A consumed message after classification.
+    enum Classified: Sendable {
+        /// Not a job: its dead letter is what the message publishes, with no verdict.
+        case deadLetter(Outbound)
+        /// A message with a usable jobId: decided once per app and answered by its verdict.
+        case job(JobEntry)
+    }
+
+    /// A message with a usable jobId, valid or not.
+    struct JobEntry: Sendable {
+        /// What a job entry holds besides its jobId.
+        enum Content: Sendable {
+            /// The job_invalid failure of a job whose fields cannot be used.
+            case invalid(VerificationFailure)
+            /// A job whose fields are valid; `keyBytes` is its keyId when that decodes to 32 bytes.
+            case job(Job, keyBytes: [UInt8]?)
+        }
+
+        /// The message's position in its batch, where its answer is published.
+        let position: Int
+        let message: KafkaMessage
+        let jobId: String
+        /// The app the jobId belongs to: the job's pair when its teamId and bundleId are valid, else none.
+        let scope: AppIdentity
+        /// SHA-256 of the message: what tells a redelivery from a reused jobId.
+        let digest: [UInt8]
+        let content: Content
+
+        var scopedJobId: ScopedJobId { ScopedJobId(app: scope, jobId: jobId) }
+
+        var job: Job? {
+            guard case .job(let job, _) = content else { return nil }
+            return job
+        }
+
+        var keyBytes: [UInt8]? {
+            guard case .job(_, let keyBytes) = content else { return nil }
+            return keyBytes
+        }
+    }
+
+    /// A job entry with its decision, ready to be stored.
+    struct Decided: Sendable {
+        let entry: JobEntry
+        let decision: Decision
+    }
+}
