@@ -20,7 +20,7 @@ let package = Package(
 
         // Duration in nanoseconds, milliseconds and seconds, for every module that hands one to an API.
         .target(name: "Durations"),
-        // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
+        // Pure Swift parsing and encoding: CBOR, DER/BER, authenticator data, certificates, CMS, receipts, JSON.
         .target(name: "AttestCore"),
         // The only module that calls libcrypto for verification: digests and ECDSA.
         .target(name: "AttestCrypto", dependencies: ["AttestCore", "COpenSSL", "COpenSSLShims"]),
