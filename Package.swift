@@ -20,11 +20,12 @@ let package = Package(
 
         // Duration in nanoseconds, milliseconds and seconds, for every module that hands one to an API.
         .target(name: "Durations"),
-        // Pure Swift parsing and encoding: CBOR, DER/BER, authenticator data, certificates, CMS, receipts, JSON.
+        // Pure Swift parsing and encoding: CBOR, DER/BER, authenticator data, certificates, CMS, receipts, JSON;
+        // times and the one injected clock.
         .target(name: "AttestCore"),
         // The only module that calls libcrypto for verification: digests and ECDSA.
         .target(name: "AttestCrypto", dependencies: ["AttestCore", "COpenSSL", "COpenSSLShims"]),
-        // Ordered checks with reason codes, trust anchors, caches, the clock.
+        // Ordered checks with reason codes, trust anchors, caches.
         .target(name: "AttestVerifier", dependencies: ["AttestCore", "AttestCrypto"]),
         // Creates valid and deliberately broken attestations/assertions under a generated test PKI.
         .target(name: "AttestMint", dependencies: ["AttestCore", "AttestCrypto", "COpenSSL", "COpenSSLShims"]),
@@ -38,8 +39,9 @@ let package = Package(
         // Thin owners of librdkafka and libpq objects.
         .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
-        // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints.
-        .target(name: "Observability", dependencies: ["CMicroHTTPD", "Durations"]),
+        // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints, the
+        // structured logger.
+        .target(name: "Observability", dependencies: ["AttestCore", "CMicroHTTPD", "Durations"]),
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
@@ -66,7 +68,7 @@ let package = Package(
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["AttestCore", "Observability"]),
         .testTarget(name: "AttestTokensTests", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(

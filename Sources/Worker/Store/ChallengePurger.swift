@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import Foundation
+import Observability
 import PostgresClient
 
 /// Deletes, in the background, the issued challenges no job can present any more. A challenge that expired
