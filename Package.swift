@@ -29,9 +29,15 @@ let package = Package(
         .target(name: "AttestVerifier", dependencies: ["AttestCore", "AttestCrypto"]),
         // Creates valid and deliberately broken attestations/assertions under a generated test PKI.
         .target(name: "AttestMint", dependencies: ["AttestCore", "AttestCrypto", "COpenSSL", "COpenSSLShims"]),
-        // Job and verdict JSON shared by the offline verifier and the worker; classification of consumed records
-        // and their dead letters.
-        .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "KafkaRecords"]),
+        // The device model, pure: what a verdict adds to a device's history, which failures count against it,
+        // the risk score and its policy, the monthly quota rule. The worker stores it, the offline verifier
+        // scores a job alone with it.
+        .target(name: "DeviceIntelligence", dependencies: ["AttestCore", "AttestVerifier"]),
+        // Job and verdict JSON shared by the offline verifier and the worker (the verdict carries the device's
+        // intelligence); classification of consumed records and their dead letters.
+        .target(
+            name: "AttestJobs", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "DeviceIntelligence", "KafkaRecords"]
+        ),
         // Verdict tokens: ES256 JWTs on accepted verdicts, the signing key ring, the JWKS, and their verifier.
         .target(name: "AttestTokens", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs"]),
         // Consumed Kafka records as plain values (no librdkafka), what classification and its fuzz target read.
@@ -45,8 +51,8 @@ let package = Package(
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "KafkaClient",
-                "PostgresClient", "Observability", "Durations"],
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
+                "KafkaClient", "PostgresClient", "Observability", "Durations"],
             resources: [.copy("Migrations")]
         ),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.
@@ -55,7 +61,7 @@ let package = Package(
         .executableTarget(
             name: "attest-worker",
             dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "Worker",
-                "KafkaClient", "Observability", "PostgresClient"]
+                "DeviceIntelligence", "KafkaClient", "Observability", "PostgresClient"]
         ),
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
@@ -69,16 +75,18 @@ let package = Package(
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["AttestCore", "Observability"]),
+        .testTarget(name: "DeviceIntelligenceTests", dependencies: ["AttestCore", "AttestVerifier", "AttestJobs", "DeviceIntelligence"]),
         .testTarget(name: "AttestTokensTests", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "KafkaClient", "PostgresClient"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence", "KafkaClient",
+                "PostgresClient"]
         ),
         .testTarget(
             name: "WorkerTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "Worker", "KafkaClient",
-                "PostgresClient", "Observability"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence",
+                "Worker", "KafkaClient", "PostgresClient", "Observability"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

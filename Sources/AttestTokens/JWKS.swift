@@ -1,5 +1,4 @@
 import AttestCore
-import AttestJobs
 
 /// A JSON Web Key Set: every key whose tokens may still be live, the signing key first.
 public struct JWKS: Sendable {

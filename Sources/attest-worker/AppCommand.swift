@@ -2,6 +2,7 @@ import AttestCLI
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import PostgresClient
 import Worker
 

@@ -4,6 +4,7 @@ import AttestCrypto
 import AttestJobs
 import AttestTokens
 import AttestVerifier
+import DeviceIntelligence
 import Foundation
 
 /// `attest-worker verify [FILE]`: jobs as JSON lines from FILE or stdin, one verdict line per job on stdout,

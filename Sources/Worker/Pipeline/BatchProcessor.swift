@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestJobs
 import AttestTokens
 import AttestVerifier
+import DeviceIntelligence
 import Dispatch
 import KafkaClient
 import Observability

@@ -1,5 +1,4 @@
 import AttestCore
-import AttestJobs
 import Foundation
 import Observability
 import PostgresClient

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import PostgresClient
 
 /// The SQL that stores the batch's `IntelligenceChange`s inside its transaction, after its verdicts, and
