@@ -22,17 +22,24 @@ let package = Package(
         .target(name: "Durations"),
         // One helper fanning work out over a fixed number of threads, for the batch's decide and the benchmarks.
         .target(name: "ConcurrentMap"),
-        // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
+        // Pure Swift parsing and encoding: CBOR, DER/BER, authenticator data, certificates, CMS, receipts, JSON;
+        // times and the one injected clock.
         .target(name: "AttestCore"),
         // The only module that calls libcrypto for verification: digests and ECDSA.
         .target(name: "AttestCrypto", dependencies: ["AttestCore", "COpenSSL", "COpenSSLShims"]),
-        // Ordered checks with reason codes, trust anchors, caches, the clock.
+        // Ordered checks with reason codes, trust anchors, caches.
         .target(name: "AttestVerifier", dependencies: ["AttestCore", "AttestCrypto"]),
         // Creates valid and deliberately broken attestations/assertions under a generated test PKI.
         .target(name: "AttestMint", dependencies: ["AttestCore", "AttestCrypto", "COpenSSL", "COpenSSLShims"]),
-        // Job and verdict JSON shared by the offline verifier and the worker; classification of consumed records
-        // and their dead letters.
-        .target(name: "AttestJobs", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "KafkaRecords"]),
+        // The device model, pure: what a verdict adds to a device's history, which failures count against it,
+        // the risk score and its policy, the monthly quota rule. The worker stores it, the offline verifier
+        // scores a job alone with it.
+        .target(name: "DeviceIntelligence", dependencies: ["AttestCore", "AttestVerifier"]),
+        // Job and verdict JSON shared by the offline verifier and the worker (the verdict carries the device's
+        // intelligence); classification of consumed records and their dead letters.
+        .target(
+            name: "AttestJobs", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "DeviceIntelligence", "KafkaRecords"]
+        ),
         // Verdict tokens: ES256 JWTs on accepted verdicts, the signing key ring, the JWKS, and their verifier.
         .target(name: "AttestTokens", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs"]),
         // Consumed Kafka records as plain values (no librdkafka), what classification and its fuzz target read.
@@ -40,13 +47,14 @@ let package = Package(
         // Thin owners of librdkafka and libpq objects.
         .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
-        // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints.
-        .target(name: "Observability", dependencies: ["CMicroHTTPD", "Durations"]),
+        // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints, the
+        // structured logger.
+        .target(name: "Observability", dependencies: ["AttestCore", "CMicroHTTPD", "Durations"]),
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "KafkaClient",
-                "PostgresClient", "Observability", "Durations", "ConcurrentMap"],
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
+                "KafkaClient", "PostgresClient", "Observability", "Durations", "ConcurrentMap"],
             resources: [.copy("Migrations")]
         ),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.
@@ -55,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "attest-worker",
             dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "Worker",
-                "KafkaClient", "Observability", "PostgresClient"]
+                "DeviceIntelligence", "KafkaClient", "Observability", "PostgresClient"]
         ),
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
@@ -68,17 +76,19 @@ let package = Package(
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["AttestCore", "Observability"]),
+        .testTarget(name: "DeviceIntelligenceTests", dependencies: ["AttestCore", "AttestVerifier", "AttestJobs", "DeviceIntelligence"]),
         .testTarget(name: "AttestTokensTests", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "KafkaClient", "PostgresClient"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence", "KafkaClient",
+                "PostgresClient"]
         ),
         .testTarget(
             name: "WorkerTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "Worker", "KafkaClient",
-                "PostgresClient", "Observability"]
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence",
+                "Worker", "KafkaClient", "PostgresClient", "Observability"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

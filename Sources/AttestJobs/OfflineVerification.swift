@@ -1,6 +1,7 @@
 import AttestCore
 import AttestCrypto
 import AttestVerifier
+import DeviceIntelligence
 
 extension JobVerifier {
     /// A line longer than this is not read as a job (CONTRACT 7: messages up to 256 KiB).

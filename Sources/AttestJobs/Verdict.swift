@@ -1,5 +1,6 @@
 import AttestCore
 import AttestVerifier
+import DeviceIntelligence
 
 /// The decision on one job, as published to the results topic and printed by `verify` (CONTRACT 2).
 public struct Verdict: Sendable {

@@ -1,4 +1,4 @@
-import AttestJobs
+import AttestCore
 
 /// A JSON Web Key Set: every key whose tokens may still be live, the signing key first.
 public struct JWKS: Sendable {

@@ -1,3 +1,4 @@
+import AttestCore
 import AttestJobs
 import AttestVerifier
 

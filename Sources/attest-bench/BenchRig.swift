@@ -1,4 +1,5 @@
 import AttestCLI
+import AttestCore
 import AttestJobs
 import AttestMint
 import AttestVerifier

@@ -1,6 +1,8 @@
 import AttestCLI
+import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import PostgresClient
 import Worker
 

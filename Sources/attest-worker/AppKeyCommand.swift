@@ -1,4 +1,5 @@
 import AttestCLI
+import AttestCore
 import Foundation
 import AttestJobs
 import PostgresClient

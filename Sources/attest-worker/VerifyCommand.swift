@@ -3,6 +3,7 @@ import AttestCore
 import AttestJobs
 import AttestTokens
 import AttestVerifier
+import DeviceIntelligence
 import Foundation
 
 /// `attest-worker verify [FILE]`: jobs as JSON lines from FILE or stdin, one verdict line per job on stdout,

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestMint
+import DeviceIntelligence
 import Foundation
 import KafkaClient
 import PostgresClient

@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestJobs
 import AttestMint
 import AttestVerifier
+import DeviceIntelligence
 import Foundation
 import KafkaClient
 import Observability

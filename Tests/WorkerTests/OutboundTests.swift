@@ -2,6 +2,7 @@ import AttestCore
 import AttestCrypto
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import Foundation
 import KafkaClient
 import PostgresClient

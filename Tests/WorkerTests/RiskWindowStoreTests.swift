@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import Foundation
 import PostgresClient
 import Testing

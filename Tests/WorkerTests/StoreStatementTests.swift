@@ -1,5 +1,6 @@
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import PostgresClient
 import Testing
 @testable import Worker

@@ -1,3 +1,4 @@
+import AttestCore
 import AttestCrypto
 import AttestJobs
 import Observability

@@ -1,4 +1,5 @@
 import AttestJobs
+import DeviceIntelligence
 
 /// What a decision writes besides its verdict and device: the month's count, the device's risk history
 /// and score. Applied only when the verdict itself is newly stored, so redelivery never counts twice.

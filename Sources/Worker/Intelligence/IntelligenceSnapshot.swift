@@ -1,4 +1,5 @@
 import AttestJobs
+import DeviceIntelligence
 
 /// What a batch reads before deciding: the histories of its devices, which of them are already counted
 /// in their month, and the quota state of its apps' months.

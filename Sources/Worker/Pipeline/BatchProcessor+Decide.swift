@@ -4,6 +4,7 @@ import AttestJobs
 import AttestTokens
 import AttestVerifier
 import ConcurrentMap
+import DeviceIntelligence
 import KafkaClient
 import Observability
 

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+import DeviceIntelligence
 import Observability
 import PostgresClient
 

@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestJobs
 import AttestTokens
 import AttestVerifier
+import DeviceIntelligence
 import KafkaClient
 import Observability
 import PostgresClient

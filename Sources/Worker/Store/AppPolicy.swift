@@ -1,5 +1,6 @@
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 
 /// An app's registration (CONTRACT 5): which environments it accepts and how it uses challenges; quota, token
 /// and risk settings are carried for the features that read them.

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import PostgresClient
 
 /// The worker's PostgreSQL access: apps, devices and verdicts. Every method is one round trip whatever

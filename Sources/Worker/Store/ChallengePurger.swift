@@ -1,5 +1,6 @@
-import AttestJobs
+import AttestCore
 import Foundation
+import Observability
 import PostgresClient
 
 /// Deletes, in the background, the issued challenges no job can present any more. A challenge that expired

@@ -1,4 +1,5 @@
 import AttestJobs
+import DeviceIntelligence
 import PostgresClient
 
 /// What the batch processor needs from storage; `AttestStore` is the PostgreSQL one, tests use fakes.

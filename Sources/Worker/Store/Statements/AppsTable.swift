@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import PostgresClient
 
 /// The SQL of `apps`: the registered apps and their policies.

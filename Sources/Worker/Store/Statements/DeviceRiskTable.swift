@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import PostgresClient
 
 /// The SQL of `device_risk` and `device_risk_history`: the histories a batch decides with, and the

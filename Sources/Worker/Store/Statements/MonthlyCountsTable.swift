@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+import DeviceIntelligence
 import PostgresClient
 
 /// The SQL of the monthly active device tables (`mad_devices`, `mad_totals`, `mad_quota_events`) and of

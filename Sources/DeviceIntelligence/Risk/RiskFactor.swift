@@ -1,3 +1,5 @@
+import AttestCore
+
 /// One reason a device's risk score is above zero: which signal, how many points it added, and the value
 /// observed, so a score can always be explained (docs/device-intelligence.md).
 public struct RiskFactor: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import Testing
 
 /// The risk model as docs/device-intelligence.md documents it: each factor adds its weight per occurrence

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import DeviceIntelligence
 import Testing
 
 /// What counts against a device (docs/device-intelligence.md): only rejections the device's key or Apple's

@@ -1,4 +1,4 @@
-import AttestJobs
+import AttestCore
 
 /// The score and factors `device_risk` holds for a device: a decision that leaves both as they are and
 /// records no event has nothing to write there (most accepted assertions).

@@ -1,3 +1,5 @@
+import AttestCore
+
 /// An app's risk settings, stored in `apps.risk_weights` and set with `attest-worker app set
 /// --risk-weights JSON`: a weight per factor (points per occurrence) overriding the defaults, and the
 /// values of Apple's extensions the app expects. Defaults and meaning: docs/device-intelligence.md.

@@ -1,8 +1,7 @@
 import AttestCore
-import AttestVerifier
 import Synchronization
 import Testing
-@testable import Worker
+@testable import Observability
 
 /// The logger reads `ts` from the clock it is given, so time is injected here as everywhere else.
 @Suite struct LoggerTests {

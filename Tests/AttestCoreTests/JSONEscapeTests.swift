@@ -1,4 +1,4 @@
-import AttestJobs
+import AttestCore
 import Testing
 
 /// \u escapes decode into the string's UTF-8 directly, one to four bytes each, surrogate pairs joined.

@@ -21,20 +21,6 @@ public struct DeviceEvent: Sendable, Equatable {
     /// A failure that counts against the device.
     public var failed: Bool { failedAttestation || failedAssertion || counterReplay }
 
-    public init(_ verdict: Verdict, newKey: Bool) {
-        if let failure = verdict.failure {
-            guard FailureEvidence.countsAgainstDevice(failure.reason) else { return }
-            switch verdict.kind {
-            case .attestation?: failedAttestation = true
-            case .assertion? where failure.reason == .counterNotIncreasing: counterReplay = true
-            case .assertion?: failedAssertion = true
-            case nil: break
-            }
-        } else if verdict.kind == .attestation {
-            attested = true
-            self.newKey = newKey
-            environment = verdict.environment
-            receiptRiskMetric = verdict.receipt?.riskMetric
-        }
-    }
+    /// An event that adds nothing; AttestJobs' `init(_:newKey:)` fills it in from a verdict.
+    public init() {}
 }

@@ -1,4 +1,3 @@
-import AttestCore
 import Foundation
 
 /// The source of "now", injected so that tests and the offline verifier can pin time.

@@ -1,3 +1,4 @@
+import DeviceIntelligence
 import PostgresClient
 
 /// How a batch's `IntelligenceChange`s join its commit, after its verdicts and inside its transaction:

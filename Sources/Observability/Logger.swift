@@ -1,6 +1,4 @@
 import AttestCore
-import AttestJobs
-import AttestVerifier
 import Foundation
 import Synchronization
 

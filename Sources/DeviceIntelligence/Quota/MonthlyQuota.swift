@@ -13,7 +13,7 @@ public struct MonthlyQuota: Sendable, Equatable {
 
     /// Whether a device not yet counted this month is turned away at `receivedAt`: the count has reached
     /// the limit and the grace period since it first did has passed.
-    func stopsNewDevices(at receivedAt: Timestamp, limit: Int, graceDays: Int) -> Bool {
+    public func stopsNewDevices(at receivedAt: Timestamp, limit: Int, graceDays: Int) -> Bool {
         guard devices >= limit, let reached = limitReachedAt else { return false }
         // Any stored grace_days (an int4) is read: beyond a year it changes nothing in a monthly count, and
         // bounded so it cannot overflow the microseconds it becomes.

@@ -1,3 +1,5 @@
+import AttestCore
+
 /// A device's score with the factors that produced it: the factors' points add up to the score (capped
 /// at 100), so every score can be explained.
 public struct RiskAssessment: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import AttestCore
+
 /// The deterministic risk score (docs/device-intelligence.md): each factor adds its weight once, or per
 /// occurrence beyond a free allowance for counted factors, at most `maxOccurrences` times; the sum is
 /// capped at 100. Pure, so the worker and the offline verifier score alike and tests pin every factor.
