@@ -20,6 +20,9 @@ let package = Package(
 
         // Duration in nanoseconds, milliseconds and seconds, for every module that hands one to an API.
         .target(name: "Durations"),
+        // The start/stop protocol every long-running component implements, the runner that starts them in
+        // order and stops them in reverse, and the joinable thread they run on.
+        .target(name: "Lifecycle", dependencies: ["Durations"]),
         // Pure Swift parsing: CBOR, DER/BER, authenticator data, certificates, CMS, receipts.
         .target(name: "AttestCore"),
         // The only module that calls libcrypto for verification: digests and ECDSA.
@@ -36,15 +39,15 @@ let package = Package(
         // Consumed Kafka records as plain values (no librdkafka), what classification and its fuzz target read.
         .target(name: "KafkaRecords"),
         // Thin owners of librdkafka and libpq objects.
-        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations"]),
+        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations", "Lifecycle"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints.
-        .target(name: "Observability", dependencies: ["CMicroHTTPD", "Durations"]),
+        .target(name: "Observability", dependencies: ["CMicroHTTPD", "Durations", "Lifecycle"]),
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "KafkaClient",
-                "PostgresClient", "Observability", "Durations"],
+                "PostgresClient", "Observability", "Durations", "Lifecycle"],
             resources: [.copy("Migrations")]
         ),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.
@@ -53,7 +56,7 @@ let package = Package(
         .executableTarget(
             name: "attest-worker",
             dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "Worker",
-                "KafkaClient", "Observability", "PostgresClient"]
+                "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
         ),
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
@@ -63,10 +66,11 @@ let package = Package(
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "Lifecycle"]),
         .testTarget(name: "AttestTokensTests", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
@@ -76,7 +80,7 @@ let package = Package(
         .testTarget(
             name: "WorkerTests",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "Worker", "KafkaClient",
-                "PostgresClient", "Observability"]
+                "Lifecycle", "PostgresClient", "Observability"]
         ),
         .testTarget(
             name: "AttestVerifierTests",
