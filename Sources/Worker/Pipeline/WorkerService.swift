@@ -3,8 +3,10 @@ import AttestJobs
 import Durations
 import Foundation
 import KafkaClient
+import Lifecycle
 import Observability
 import PostgresClient
+import Synchronization
 
 /// The running worker: a dedicated Kafka poll thread feeding bounded buffers, batch threads that decide
 /// and store (`BatchProcessor`), an idempotent producer publishing verdicts, and per-partition offset
@@ -18,6 +20,10 @@ import PostgresClient
 ///
 /// All intake state is one ``IntakeStateMachine`` behind a condition lock (which the threads also wait
 /// on); its transitions return the Kafka calls and wake-ups to make, carried out outside the lock.
+///
+/// The worker is four components of a ``ServiceGroup`` (``services``), so its shutdown is the group's
+/// reverse order: polling stops, the lanes drain, the consumer stores and commits its final offsets and
+/// leaves the group, the producer flushes.
 public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     public struct Settings: Sendable {
         public var topics: [String]
@@ -35,12 +41,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         public var pauseAfterSeconds: Double
         /// How long a revoke waits for the partition's in-flight jobs before giving it up anyway.
         public var revokeTimeoutSeconds: Double = 15
-        public var shutdownTimeoutSeconds: Double
 
         public init(
             topics: [String], consumerProperties: [String: String], producerProperties: [String: String], batchSize: Int,
             maxBufferedMessages: Int, maxBufferedBytes: Int = 128 << 20, messageLimits: KafkaMessage.Limits = .unlimited,
-            pauseAfterSeconds: Double = 2, shutdownTimeoutSeconds: Double
+            pauseAfterSeconds: Double = 2
         ) {
             self.maxBufferedBytes = maxBufferedBytes
             self.messageLimits = messageLimits
@@ -50,7 +55,6 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             self.batchSize = batchSize
             self.maxBufferedMessages = maxBufferedMessages
             self.pauseAfterSeconds = pauseAfterSeconds
-            self.shutdownTimeoutSeconds = shutdownTimeoutSeconds
         }
     }
 
@@ -60,6 +64,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private let metrics: WorkerMetrics
     private let producer: KafkaProducer
     private var consumer: KafkaConsumer!
+    /// Set by the components' starts, joined by their stops (the group calls them one at a time).
+    private var pollThread: JoinableThread?
+    private var laneThreads: [JoinableThread] = []
+    /// Ends the group when the producer fails fatally (set when the producer component starts).
+    private let failed = Mutex<(@Sendable (any Error) -> Void)?>(nil)
 
     /// Guarded by `condition`, whose waiters are woken by `.wakeWaiters`.
     private var machine: IntakeStateMachine
@@ -80,22 +89,35 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         self.metrics = metrics
         producer = try KafkaProducer(properties: settings.producerProperties) { error in
             metrics.errors.labels(["producer"]).increment()
-            if error.isFatal { metrics.readiness.markNotReady("broker", reason: "producer: \(error.name)") }
+            if error.isFatal { metrics.readiness.markNotReady(.broker, .producerError(error.name)) }
             logger.warning("producer error", [("error", .string(error.description))])
         }
     }
 
-    /// Runs until `stop()`; then shuts down in order within the deadline: stop polling, finish buffered
-    /// jobs, wait for acknowledgements, store and commit offsets, leave the group, flush the producer.
-    public func run() throws(KafkaError) {
+    /// The worker's components in start order; a ``ServiceGroup`` stops them in reverse.
+    /// - producer: created with the service; closed last, once every verdict was acknowledged or the
+    ///   deadline took the rest (a fatal producer error fails it, which ends the group);
+    /// - consumer: subscribes; at its stop stores the final offsets, commits and leaves the group;
+    /// - lanes: the batch threads; at their stop, waited for until every job taken is acknowledged;
+    /// - poll: the poll thread; stopped first, which also cancels the lanes' database retries.
+    public var services: [any Service] {
+        [
+            ClosureService("producer", start: { [self] failed in self.failed.withLock { $0 = failed } }, stop: { [self] in closeProducer($0) }),
+            ClosureService("consumer", start: { [self] _ in try subscribe() }, stop: { [self] _ in leave() }),
+            ClosureService("lanes", start: { [self] _ in startLanes() }, stop: { [self] in drainLanes($0) }),
+            ClosureService("poll", start: { [self] _ in startPolling() }, stop: { [self] _ in stopPolling() }),
+        ]
+    }
+
+    private func subscribe() throws(KafkaError) {
         let (metrics, logger) = (self.metrics, self.logger)
         consumer = try KafkaConsumer(
             properties: settings.consumerProperties, topics: settings.topics, delegate: self, limits: settings.messageLimits
         ) { error in
-            metrics.readiness.markNotReady("broker", reason: "consumer: \(error.name)")
+            metrics.readiness.markNotReady(.broker, .consumerError(error.name))
             logger.warning("consumer error", [("error", .string(error.description))])
         }
-        metrics.readiness.markReady("broker")
+        metrics.readiness.markReady(.broker)
         // Weak: the registry holds this closure, and the service holds the registry through its metrics.
         metrics.registry.onCollect { [weak self] in
             guard let self else { return }
@@ -104,25 +126,44 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             metrics.inFlight.set(Double(inFlight))
             for (partition, lag) in consumer.lag() { metrics.lag.labels([partition.description]).set(Double(lag)) }
         }
-        let pollThread = Thread { [self] in pollLoop() }
-        pollThread.name = "kafka-poll"
-        pollThread.start()
-        for lane in processors.indices {
-            let batchThread = Thread { [self] in batchLoop(lane: lane) }
-            batchThread.name = "batch-\(lane)"
-            batchThread.start()
-        }
-        logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
+    }
 
+    private func startLanes() {
+        laneThreads = processors.indices.map { lane in JoinableThread(name: "batch-\(lane)") { [self] in batchLoop(lane: lane) } }
+    }
+
+    private func startPolling() {
+        pollThread = JoinableThread(name: "kafka-poll") { [self] in pollLoop() }
+        logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
+    }
+
+    /// Stops polling (the first step of the shutdown) and joins the poll thread.
+    private func stopPolling() {
+        stop()
+        pollThread?.join()
+        metrics.readiness.markNotReady(.broker, .stopping)
+    }
+
+    /// Waits until the lanes have finished the buffered jobs and every publication is acknowledged (or
+    /// the deadline passed: the group then exits), then joins them.
+    private func drainLanes(_ deadline: ContinuousClock.Instant) {
+        if pollThread == nil {
+            // The shutdown came before polling started: nothing more will be polled.
+            stop()
+            apply { $0.pollStopped() }
+        }
+        let until = Date().addingTimeInterval((deadline - .now).timeInterval)
         condition.lock()
-        while !machine.stopping { condition.wait() }
+        while !machine.drained, condition.wait(until: until) {}
+        let drained = machine.drained
         condition.unlock()
-        let deadline = Date().addingTimeInterval(settings.shutdownTimeoutSeconds)
-        startWatchdog(deadline: deadline)
-        condition.lock()
-        while !machine.drained { _ = condition.wait(until: deadline) }
-        let store = machine.finalOffsets()
-        condition.unlock()
+        guard drained else { return logger.warning("shutdown deadline passed with jobs in flight; they will be redelivered") }
+        for thread in laneThreads { thread.join() }
+    }
+
+    /// Stores the offsets finished so far, commits them and leaves the group.
+    private func leave() {
+        let store = locked { $0.finalOffsets() }
         perform(store)
         do {
             try consumer.commitSync()
@@ -130,26 +171,20 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             logger.warning("final commit failed", [("error", .string(error.description))])
         }
         consumer.close()
-        producer.close(timeoutMs: 5000)
+    }
+
+    /// Flushes what is still queued (at most 5 s, and not past the deadline), then closes.
+    private func closeProducer(_ deadline: ContinuousClock.Instant) {
+        let left = max(.zero, min(.seconds(5), deadline - .now))
+        producer.close(timeoutMs: Int32(left.wholeMilliseconds))
         logger.info("worker stopped")
     }
 
-    /// Asks the worker to stop (signal handlers call this).
-    public func stop() {
+    /// Stops polling; a lane retrying an outage gives its batch up (redelivered later) instead of holding
+    /// the shutdown.
+    private func stop() {
         apply { $0.stop() }
-        // A lane retrying an outage gives its batch up (redelivered later) instead of holding the shutdown.
         for processor in processors { processor.store.cancelRetries() }
-    }
-
-    /// After the deadline the process exits without storing more offsets: what was stored is safe, the
-    /// rest is redelivered.
-    private func startWatchdog(deadline: Date) {
-        let logger = self.logger
-        Thread.detachNewThread {
-            Thread.sleep(until: deadline)
-            logger.error("shutdown deadline passed; exiting")
-            exit(1)
-        }
     }
 
     // MARK: Poll thread
@@ -160,7 +195,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             let room = waitForRoom()
             let messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
-            metrics.readiness.markReady("broker")
+            metrics.readiness.markReady(.broker)
             for message in messages { metrics.consumed.labels([message.topic]).increment() }
             apply { $0.received(messages) }
         }
@@ -308,7 +343,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 if error.isFatal || error.code == KafkaError.Code.state {
                     if error.isFatal {
                         logger.error("producer failed fatally", [("error", .string(error.description))])
-                        stop()
+                        failed.withLock { $0 }?(error)
                     }
                     return
                 }
