@@ -69,6 +69,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private var laneThreads: [JoinableThread] = []
     /// Ends the group when the producer fails fatally (set when the producer component starts).
     private let failed = Mutex<(@Sendable (any Error) -> Void)?>(nil)
+    /// Publications that must not be made on the delivery thread, or after a backoff; part of the
+    /// producer component.
+    private let deferred = DeferredWork(name: "publish-retry")
 
     /// Guarded by `condition`, whose waiters are woken by `.wakeWaiters`.
     private var machine: IntakeStateMachine
@@ -102,7 +105,10 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// - poll: the poll thread; stopped first, which also cancels the lanes' database retries.
     public var services: [any Service] {
         [
-            ClosureService("producer", start: { [self] failed in self.failed.withLock { $0 = failed } }, stop: { [self] in closeProducer($0) }),
+            ClosureService("producer", start: { [self] failed in
+                self.failed.withLock { $0 = failed }
+                deferred.start()
+            }, stop: { [self] in closeProducer($0) }),
             ClosureService("consumer", start: { [self] _ in try subscribe() }, stop: { [self] _ in leave() }),
             ClosureService("lanes", start: { [self] _ in startLanes() }, stop: { [self] in drainLanes($0) }),
             ClosureService("poll", start: { [self] _ in startPolling() }, stop: { [self] _ in stopPolling() }),
@@ -173,10 +179,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         consumer.close()
     }
 
-    /// Flushes what is still queued (at most 5 s, and not past the deadline), then closes.
+    /// Flushes what is still queued (at most 5 s, and not past the deadline), then closes, which ends a
+    /// publication waiting for room, and drops the deferred ones (nothing is left once drained).
     private func closeProducer(_ deadline: ContinuousClock.Instant) {
         let left = max(.zero, min(.seconds(5), deadline - .now))
         producer.close(timeoutMs: Int32(left.wholeMilliseconds))
+        deferred.stop()
         logger.info("worker stopped")
     }
 
@@ -332,7 +340,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                         chained.then += out.then.dropFirst()
                         let next = chained
                         // Not from the delivery callback: a full queue would wait for this very thread.
-                        DispatchQueue.global().async { [self] in publish(next) }
+                        deferred.submit { [self] in publish(next) }
                     case .success: finished(out)
                     case .failure(let error): deliveryFailed(out, error, retry: retry)
                     }
@@ -373,7 +381,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             ("error", .string(error.description)), ("delayMs", .int(Int64(delay * 1000))),
             ("topic", .string(out.topic)),
         ])
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in publish(out, retry: retry) }
+        deferred.submit(after: .seconds(delay)) { [self] in publish(out, retry: retry) }
     }
 
     /// The broker (or librdkafka's own size check) refused `out` for good: publish the smallest dead letter
@@ -393,7 +401,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         logger.error("the broker refused the message; publishing the smallest dead letter instead", fields)
         // Not on the delivery thread, which must keep serving reports for the local queue to drain.
         let replacement = processors[0].smallestDeadLetter(replacing: out, error: error.name)
-        DispatchQueue.global().async { [self] in publish(replacement) }
+        deferred.submit { [self] in publish(replacement) }
     }
 
     /// Failed deliveries of one message are produced again after 100 ms, doubling up to 5 s.
