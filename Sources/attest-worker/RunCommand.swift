@@ -20,7 +20,9 @@ enum RunCommand: Subcommand {
         verdicts, effectively once. Settings (environment variables, which win over the file):
         \(WorkerConfiguration.settings.map { "  \($0.name)\($0.defaultValue.map { $0.isEmpty ? "" : " (default \($0))" } ?? " (required)")" }.joined(separator: "\n"))
 
-        SIGTERM or SIGINT stops it in order: polling, buffered jobs, acknowledgements, offsets, producer.
+        SIGTERM or SIGINT stops it in order: polling, buffered jobs, acknowledgements, offsets, producer,
+        then the rest in the reverse of their start, within ATTEST_SHUTDOWN_TIMEOUT (else exit status 1).
+        A component that fails stops the others the same way and exits 2 with one line.
         """
 
     static func run(_ args: inout Arguments) throws -> Int32 {
@@ -204,15 +206,19 @@ enum RunCommand: Subcommand {
             return source
         }
         defer { for source in signals { source.cancel() } }
+        // A component that failed ends the process as a failed start does (one line, status 2), after the
+        // others stopped; a shutdown past its deadline exits 1 without waiting more: what was stored is
+        // safe, the rest is redelivered.
         do {
             try group.run()
-        } catch .shutdownTimedOut(let name) {
-            logger.error("shutdown deadline passed; exiting", [("component", .string(name))])
-            return 1
+            return 0
         } catch {
-            logger.error("worker failed", [("error", .string(error.description))])
-            return 1
+            switch error {
+            case .shutdownTimedOut(let name):
+                logger.error("shutdown deadline passed; exiting", [("component", .string(name))])
+                return 1
+            case .failed: throw error
+            }
         }
-        return 0
     }
 }
