@@ -14,7 +14,8 @@ public protocol Service: AnyObject, Sendable {
     func start(failed: @escaping @Sendable (any Error) -> Void) throws
 
     /// Finishes the work and returns once every thread the component started has ended. Called once, and
-    /// only after `start` returned; `deadline` is when the group stops waiting (and the process exits), so
-    /// a component with work to drain gives it up by then.
+    /// only after `start` returned. `deadline` is when the group stops waiting (and the process exits): a
+    /// component that can give its work up by then does; one that cannot (a thread blocked in C) holds the
+    /// group past it, and the group names it.
     func stop(deadline: ContinuousClock.Instant)
 }

@@ -101,7 +101,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// - producer: created with the service; closed last, once every verdict was acknowledged or the
     ///   deadline took the rest (a fatal producer error fails it, which ends the group);
     /// - consumer: subscribes; at its stop stores the final offsets, commits and leaves the group;
-    /// - lanes: the batch threads; at their stop, waited for until every job taken is acknowledged;
+    /// - lanes: the batch threads; at their stop, waited for until every job taken is acknowledged (or the
+    ///   group's deadline passes);
     /// - poll: the poll thread; stopped first, which also cancels the lanes' database retries.
     public var services: [any Service] {
         [
@@ -110,7 +111,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 deferred.start()
             }, stop: { [self] in closeProducer($0) }),
             ClosureService("consumer", start: { [self] _ in try subscribe() }, stop: { [self] _ in leave() }),
-            ClosureService("lanes", start: { [self] _ in startLanes() }, stop: { [self] in drainLanes($0) }),
+            ClosureService("lanes", start: { [self] _ in startLanes() }, stop: { [self] _ in drainLanes() }),
             ClosureService("poll", start: { [self] _ in startPolling() }, stop: { [self] _ in stopPolling() }),
         ]
     }
@@ -150,20 +151,18 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         metrics.readiness.markNotReady(.broker, .stopping)
     }
 
-    /// Waits until the lanes have finished the buffered jobs and every publication is acknowledged (or
-    /// the deadline passed: the group then exits), then joins them.
-    private func drainLanes(_ deadline: ContinuousClock.Instant) {
+    /// Waits until the lanes have finished the buffered jobs and every publication is acknowledged, then
+    /// joins them. A lane held by PostgreSQL holds this stop past the deadline, where the group gives up
+    /// naming the lanes, so no offset is stored after the deadline.
+    private func drainLanes() {
         if pollThread == nil {
             // The shutdown came before polling started: nothing more will be polled.
             stop()
             apply { $0.pollStopped() }
         }
-        let until = Date().addingTimeInterval((deadline - .now).timeInterval)
         condition.lock()
-        while !machine.drained, condition.wait(until: until) {}
-        let drained = machine.drained
+        while !machine.drained { condition.wait() }
         condition.unlock()
-        guard drained else { return logger.warning("shutdown deadline passed with jobs in flight; they will be redelivered") }
         for thread in laneThreads { thread.join() }
     }
 
