@@ -23,12 +23,14 @@ public final class DeferredWork: @unchecked Sendable {
         self.name = name
     }
 
-    /// Starts the thread; does nothing when started before or stopped.
-    public func start() {
+    /// Starts the thread; does nothing when started before or stopped. True when this call started it.
+    @discardableResult
+    public func start() -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        guard thread == nil, !stopped else { return }
+        guard thread == nil, !stopped else { return false }
         thread = JoinableThread(name: name) { [self] in loop() }
+        return true
     }
 
     /// Runs `work` on the thread once `delay` has passed; dropped once stopped.

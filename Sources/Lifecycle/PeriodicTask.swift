@@ -1,51 +1,29 @@
-import Durations
-import Foundation
-
 /// A body run now and then every `interval` on a thread of its own, until stopped: the loop of the
-/// background components (the database probe, the purger). Stopping wakes the wait at once and joins the
-/// thread, so a stop waits at most for the round in progress.
-public final class PeriodicTask: @unchecked Sendable {
+/// background components (the database probe, the purger, the HTTP deadline sweep). Each round schedules
+/// the next on a ``DeferredWork``, so stopping drops the wait at once and joins the thread: a stop waits at
+/// most for the round in progress.
+public final class PeriodicTask: Sendable {
     private let interval: Duration
     private let body: @Sendable () -> Void
-    /// Guards `stopped` and `thread`; the loop waits on it between rounds.
-    private let condition = NSCondition()
-    private var stopped = false
-    private var thread: JoinableThread?
+    private let work: DeferredWork
 
-    public init(every interval: Duration, _ body: @escaping @Sendable () -> Void) {
+    public init(name: String, every interval: Duration, _ body: @escaping @Sendable () -> Void) {
         self.interval = interval
         self.body = body
+        work = DeferredWork(name: name)
     }
 
-    /// Starts the loop; does nothing when started before or stopped.
+    /// Starts the rounds; does nothing when started before or stopped.
     public func start() {
-        condition.lock()
-        defer { condition.unlock() }
-        guard thread == nil, !stopped else { return }
-        thread = JoinableThread { [self] in loop() }
+        if work.start() { work.submit { [self] in round() } }
     }
 
-    /// Ends the loop after the round in progress and joins its thread; idempotent, and harmless before
+    /// Ends the rounds after the one in progress and joins the thread; idempotent, and harmless before
     /// `start` (which then does nothing).
-    public func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        let running = thread
-        thread = nil
-        condition.unlock()
-        running?.join()
-    }
+    public func stop() { work.stop() }
 
-    private func loop() {
-        while true {
-            body()
-            let until = Date().addingTimeInterval(interval.timeInterval)
-            condition.lock()
-            while !stopped, condition.wait(until: until) {}
-            let done = stopped
-            condition.unlock()
-            if done { return }
-        }
+    private func round() {
+        body()
+        work.submit(after: interval) { [self] in round() }
     }
 }

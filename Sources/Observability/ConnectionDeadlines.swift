@@ -45,7 +45,7 @@ final class ConnectionDeadlines: Service, @unchecked Sendable {
         self.deadline = deadline
         self.cuts = cuts
         let interval = max(.milliseconds(1), min(.seconds(1), deadline / 4))
-        sweeper = PeriodicTask(every: interval) { [weak self] in self?.sweep(now: .now) }
+        sweeper = PeriodicTask(name: "http-deadlines", every: interval) { [weak self] in self?.sweep(now: .now) }
     }
 
     /// Starts the sweep on a thread of its own.

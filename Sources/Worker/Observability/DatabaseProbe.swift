@@ -15,7 +15,7 @@ public final class DatabaseProbe: Service {
 
     public init(conninfo: String, health: DatabaseHealth, interval: Duration = .seconds(2)) {
         let probe = Probe()
-        task = PeriodicTask(every: interval) { probe.round(conninfo: conninfo, health: health) }
+        task = PeriodicTask(name: "database-probe", every: interval) { probe.round(conninfo: conninfo, health: health) }
     }
 
     public func start(failed: @escaping @Sendable (any Error) -> Void) { task.start() }

@@ -25,7 +25,7 @@ public final class ChallengePurger: Service {
             connection: PGReconnectingConnection(
                 conninfo: conninfo, applicationName: "attest-worker-purge", retryTimeout: .seconds(30)))
         let retainSeconds = maxJobAgeSeconds + 3600
-        task = PeriodicTask(every: interval) {
+        task = PeriodicTask(name: "purger", every: interval) {
             Self.purge(store, retainSeconds: retainSeconds, rateBucketIdleSeconds: rateBucketIdleSeconds, logger: logger)
         }
     }
