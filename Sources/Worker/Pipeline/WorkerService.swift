@@ -101,8 +101,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// - producer: created with the service; closed last, once every verdict was acknowledged or the
     ///   deadline took the rest (a fatal producer error fails it, which ends the group);
     /// - consumer: subscribes; at its stop stores the final offsets, commits and leaves the group;
-    /// - lanes: the batch threads; at their stop, waited for until every job taken is acknowledged (or the
-    ///   group's deadline passes);
+    /// - lanes: the batch threads; at their stop, waited for until every job taken is acknowledged (past
+    ///   the deadline the group gives up on them and the process exits);
     /// - poll: the poll thread; stopped first, which also cancels the lanes' database retries.
     public var services: [any Service] {
         [
