@@ -22,6 +22,9 @@ let package = Package(
         .target(name: "Durations"),
         // One helper fanning work out over a fixed number of threads, for the batch's decide and the benchmarks.
         .target(name: "ConcurrentMap"),
+        // The start/stop protocol every long-running component implements, the runner that starts them in
+        // order and stops them in reverse, and the joinable thread they run on.
+        .target(name: "Lifecycle", dependencies: ["Durations"]),
         // Pure Swift parsing and encoding: CBOR, DER/BER, authenticator data, certificates, CMS, receipts, JSON;
         // times and the one injected clock.
         .target(name: "AttestCore"),
@@ -45,16 +48,16 @@ let package = Package(
         // Consumed Kafka records as plain values (no librdkafka), what classification and its fuzz target read.
         .target(name: "KafkaRecords"),
         // Thin owners of librdkafka and libpq objects.
-        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations"]),
+        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations", "Lifecycle"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints, the
         // structured logger.
-        .target(name: "Observability", dependencies: ["AttestCore", "CMicroHTTPD", "Durations"]),
+        .target(name: "Observability", dependencies: ["AttestCore", "CMicroHTTPD", "Durations", "Lifecycle"]),
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
-                "KafkaClient", "PostgresClient", "Observability", "Durations", "ConcurrentMap"],
+                "KafkaClient", "PostgresClient", "Observability", "Durations", "ConcurrentMap", "Lifecycle"],
             resources: [.copy("Migrations")]
         ),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.
@@ -63,7 +66,7 @@ let package = Package(
         .executableTarget(
             name: "attest-worker",
             dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "Worker",
-                "DeviceIntelligence", "KafkaClient", "Observability", "PostgresClient"]
+                "DeviceIntelligence", "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
         ),
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
@@ -73,10 +76,11 @@ let package = Package(
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["AttestCore", "Observability"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["AttestCore", "Lifecycle", "Observability"]),
         .testTarget(name: "DeviceIntelligenceTests", dependencies: ["AttestCore", "AttestVerifier", "AttestJobs", "DeviceIntelligence"]),
         .testTarget(name: "AttestTokensTests", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
@@ -88,7 +92,7 @@ let package = Package(
         .testTarget(
             name: "WorkerTests",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence",
-                "Worker", "KafkaClient", "PostgresClient", "Observability"]
+                "Worker", "KafkaClient", "Lifecycle", "PostgresClient", "Observability"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

@@ -1,4 +1,5 @@
 internal import CRdKafka
+import Lifecycle
 import Synchronization
 
 /// An idempotent producer whose delivery reports are served by a thread of its own.
@@ -27,7 +28,7 @@ public final class KafkaProducer: Sendable {
         let client = try RDKafkaHandle(RD_KAFKA_PRODUCER, config: config, context: nil)
         let queue = RDKafkaQueue(mainOf: client)
         let stopping = StopFlag()
-        let thread = JoinableThread {
+        let thread = JoinableThread(name: "kafka-delivery") {
             Self.serveDeliveries(queue: queue, stopping: stopping, onError: onError)
         }
         state = Mutex(Open(client: client, queue: queue, thread: thread, stopping: stopping))

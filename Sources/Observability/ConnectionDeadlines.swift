@@ -1,5 +1,5 @@
-import Dispatch
 import Durations
+import Lifecycle
 import Synchronization
 
 #if canImport(Glibc)
@@ -22,41 +22,41 @@ import Synchronization
 /// against descriptor reuse because libmicrohttpd reports a connection closed (``closed(_:)``, which takes
 /// the same lock as the sweep) before it closes the socket.
 ///
-/// `@unchecked Sendable` for the timer only, which is touched in `init` and `stop()` alone; the table is
-/// behind its mutex.
-final class ConnectionDeadlines: @unchecked Sendable {
+/// A ``Service`` that its daemon starts and stops (the sweep must end before libmicrohttpd closes the
+/// sockets). `@unchecked Sendable` for the sweeper only, which is set at the end of `init` and not changed
+/// after; the table is behind its mutex.
+final class ConnectionDeadlines: Service, @unchecked Sendable {
     private struct Entry {
         var socket: Int32
         var since: ContinuousClock.Instant
         var cut = false
     }
 
+    let name = "http deadlines"
     let deadline: Duration
     private let entries = Mutex<[UInt: Entry]>([:])
     /// Counts the connections cut (a metric, so that a slowloris shows on the dashboard).
     private let cuts: CounterSeries
-    private let timer: any DispatchSourceTimer
-    private let stopped = DispatchSemaphore(value: 0)
+    private var sweeper: PeriodicTask!
 
-    /// Starts sweeping at a quarter of the deadline (at most every second), so a request is cut within
-    /// 1.25 × the deadline.
+    /// Sweeps, once started, at a quarter of the deadline (at most every second, at least every
+    /// millisecond), so a request is cut within 1.25 × the deadline.
     init(deadline: Duration, cuts: CounterSeries) {
         self.deadline = deadline
         self.cuts = cuts
-        let interval = min(Duration.seconds(1), deadline / 4)
-        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attest.http.deadlines"))
-        let nanoseconds = interval.wholeNanoseconds
-        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(max(1_000_000, nanoseconds)))
-        timer.setEventHandler { [weak self] in self?.sweep(now: .now) }
-        timer.setCancelHandler { [stopped] in stopped.signal() }
-        timer.activate()
+        let interval = max(.milliseconds(1), min(.seconds(1), deadline / 4))
+        sweeper = PeriodicTask(name: "http-deadlines", every: interval) { [weak self] in self?.sweep(now: .now) }
     }
 
-    /// Stops the sweep and waits until a sweep in progress has finished.
-    func stop() {
-        timer.cancel()
-        stopped.wait()
-    }
+    /// Starts the sweep on a thread of its own.
+    func start() { sweeper.start() }
+
+    func start(failed: @escaping @Sendable (any Error) -> Void) { start() }
+
+    /// Stops the sweep and joins its thread (a sweep in progress finishes first).
+    func stop() { sweeper.stop() }
+
+    func stop(deadline: ContinuousClock.Instant) { stop() }
 
     func opened(_ connection: OpaquePointer, socket: Int32, at now: ContinuousClock.Instant = .now) {
         guard socket >= 0 else { return }

@@ -1,3 +1,4 @@
+import Lifecycle
 import Synchronization
 
 /// A small HTTP/1.1 server for the operational surface (`/healthz`, `/readyz`, `/metrics`, later challenges
@@ -8,8 +9,8 @@ import Synchronization
 /// request within ``Configuration/requestDeadlineSeconds``); `stop()` closes the socket and every connection and returns once no
 /// handler runs any more. Both are idempotent and safe from any thread except a route handler's. Unknown
 /// paths answer 404, known paths with another method 405 (with `Allow`), bodies over
-/// ``Configuration/maxRequestBodyBytes`` 413.
-public final class HTTPServer: Sendable {
+/// ``Configuration/maxRequestBodyBytes`` 413. As a ``Service`` it is a listener of the worker's group.
+public final class HTTPServer: Service {
     public struct Configuration: Sendable {
         /// Loopback by default; port 0 binds a free port (read it from ``HTTPServer/boundAddress``).
         public var address: HTTPAddress
@@ -52,6 +53,8 @@ public final class HTTPServer: Sendable {
         public static let minimumHeaderBytes = 4096
     }
 
+    /// The listener, in the group's events ("product", "ops").
+    public let name: String
     public let configuration: Configuration
     private let routes: HTTPRoutes
     private let diagnostics: (@Sendable (String) -> Void)?
@@ -65,11 +68,13 @@ public final class HTTPServer: Sendable {
     /// - Parameter deadlineCuts: counts the connections cut by the request deadline (a series of a registry's
     ///   counter to export it).
     public init(
+        name: String = "http",
         configuration: Configuration = Configuration(),
         routes: HTTPRoutes,
         diagnostics: (@Sendable (String) -> Void)? = nil,
         deadlineCuts: CounterSeries = CounterSeries()
     ) {
+        self.name = name
         self.configuration = configuration
         self.routes = routes
         self.diagnostics = diagnostics
@@ -108,6 +113,12 @@ public final class HTTPServer: Sendable {
             )
         }
     }
+
+    /// ``start()``, for the group: a listener that cannot bind ends it.
+    public func start(failed: @escaping @Sendable (any Error) -> Void) throws(HTTPServerError) { try start() }
+
+    /// ``stop()``, for the group.
+    public func stop(deadline: ContinuousClock.Instant) { stop() }
 
     /// Stops listening, closes every connection and waits for running handlers; does nothing when stopped.
     /// Must not be called from a route handler (it would wait for itself).

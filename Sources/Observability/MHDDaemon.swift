@@ -45,6 +45,7 @@ final class MHDDaemon: @unchecked Sendable {
             deadlines: ConnectionDeadlines(deadline: .seconds(limits.requestDeadlineSeconds), cuts: deadlineCuts),
             diagnostics: diagnostics
         )
+        context.deadlines.start()
         // Connection threads (`MHD_USE_THREAD_PER_CONNECTION`) so that one slow handler or client holds only
         // its own connection; `MHD_USE_AUTO` picks poll() there, since select() fails on descriptors past
         // FD_SETSIZE and this process holds many sockets (Kafka, PostgreSQL). The connection limit bounds the

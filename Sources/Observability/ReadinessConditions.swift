@@ -1,44 +1,52 @@
 import Synchronization
 
-/// Named conditions that must all hold for the process to be ready ("broker", "postgres", "migrations"),
-/// each set by the component that knows, read by `GET /readyz` through ``check()``.
+/// A condition the process must meet to be ready (the broker, the database, …). The cases, in their
+/// declaration order, are the order `/readyz` lists the unmet ones in.
+public protocol ReadinessCondition: CaseIterable, Hashable, Sendable {
+    /// Its name on `/readyz` and in the metric.
+    var name: String { get }
+}
+
+/// Why a condition is unmet: a closed set, so `/readyz` and the metric say the same few things.
+public protocol ReadinessReason: Equatable, Sendable {
+    /// Every condition's reason until the component that knows has reported once.
+    static var starting: Self { get }
+    /// Served on `/readyz` after the condition's name: short, stable, no secrets.
+    var text: String { get }
+    /// The metric's label: a fixed word per case, never free text.
+    var label: String { get }
+}
+
+/// The conditions that must all hold for the process to be ready, each set by the component that knows,
+/// read by `GET /readyz` through ``check()``.
 ///
-/// Every condition starts unmet with the reason "starting", so a process is not ready before each component
-/// has reported once.
-public final class ReadinessConditions: Sendable {
-    private struct State {
-        var order: [String]
-        /// nil when the condition holds, else why not.
-        var reasons: [String: String]
-    }
+/// Every condition starts unmet with the reason ``ReadinessReason/starting``, so a process is not ready
+/// before each component has reported once.
+public final class ReadinessConditions<Condition: ReadinessCondition, Reason: ReadinessReason>: Sendable {
+    /// nil when the condition holds, else why not.
+    private let reasons = Mutex<[Condition: Reason]>(Dictionary(uniqueKeysWithValues: Condition.allCases.map { ($0, .starting) }))
 
-    private let state: Mutex<State>
-
-    public init(_ names: [String]) {
-        state = Mutex(
-            State(order: names, reasons: Dictionary(names.map { ($0, "starting") }, uniquingKeysWith: { a, _ in a }))
-        )
-    }
+    public init() {}
 
     /// The condition holds.
-    public func markReady(_ name: String) { update(name, reason: nil) }
+    public func markReady(_ condition: Condition) { update(condition, reason: nil) }
 
-    /// The condition does not hold, because of `reason` (served on `/readyz`: no secrets).
-    public func markNotReady(_ name: String, reason: String) { update(name, reason: reason) }
+    /// The condition does not hold, because of `reason`.
+    public func markNotReady(_ condition: Condition, _ reason: Reason) { update(condition, reason: reason) }
 
-    private func update(_ name: String, reason: String?) {
-        state.withLock { state in
-            if !state.order.contains(name) { state.order.append(name) }
-            state.reasons[name] = reason
-        }
+    private func update(_ condition: Condition, reason: Reason?) {
+        reasons.withLock { $0[condition] = reason }
     }
 
-    /// nil when every condition holds, else `name: reason` of each unmet one, in registration order,
-    /// joined by "; ". Suitable as the `readiness` closure of ``HealthEndpoints``.
+    /// The unmet conditions and their reasons, in declaration order.
+    public var unmet: [(condition: Condition, reason: Reason)] {
+        reasons.withLock { reasons in Condition.allCases.compactMap { c in reasons[c].map { (c, $0) } } }
+    }
+
+    /// nil when every condition holds, else `name: text` of each unmet one, in declaration order, joined
+    /// by "; ". Suitable as the `readiness` closure of ``HealthEndpoints``.
     public func check() -> String? {
-        state.withLock { state in
-            let unmet = state.order.compactMap { name in state.reasons[name].map { "\(name): \($0)" } }
-            return unmet.isEmpty ? nil : unmet.joined(separator: "; ")
-        }
+        let unmet = self.unmet
+        return unmet.isEmpty ? nil : unmet.map { "\($0.condition.name): \($0.reason.text)" }.joined(separator: "; ")
     }
 }

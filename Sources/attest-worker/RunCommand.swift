@@ -5,6 +5,7 @@ import AttestVerifier
 import Dispatch
 import Foundation
 import KafkaClient
+import Lifecycle
 import Observability
 import PostgresClient
 import Worker
@@ -19,7 +20,9 @@ enum RunCommand: Subcommand {
         verdicts, effectively once. Settings (environment variables, which win over the file):
         \(WorkerConfiguration.settings.map { "  \($0.name)\($0.defaultValue.map { $0.isEmpty ? "" : " (default \($0))" } ?? " (required)")" }.joined(separator: "\n"))
 
-        SIGTERM or SIGINT stops it in order: polling, buffered jobs, acknowledgements, offsets, producer.
+        SIGTERM or SIGINT stops it in order: polling, buffered jobs, acknowledgements, offsets, producer,
+        then the rest in the reverse of their start, within ATTEST_SHUTDOWN_TIMEOUT (else exit status 1).
+        A component that fails stops the others the same way and exits 2 with one line.
         """
 
     static func run(_ args: inout Arguments) throws -> Int32 {
@@ -30,9 +33,8 @@ enum RunCommand: Subcommand {
         let logger = Logger(level: Logger.Level(name: configuration.logLevel) ?? .info)
         logger.info("configuration", WorkerConfiguration.describe(resolved).map { ($0.0, .string($0.1)) })
 
-        // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts. Two
-        // listeners: operations (health, readiness, metrics) and product (challenges, key set), each with
-        // only its own routes, so exposing one never exposes the other.
+        // Two listeners: operations (health, readiness, metrics) and product (challenges, key set), each with
+        // only its own routes, so exposing one never exposes the other. They start first (see `group`).
         let metrics = WorkerMetrics()
         var opsRoutes = HTTPRoutes()
         HealthEndpoints.register(on: &opsRoutes, metrics: metrics.registry, readiness: metrics.readiness.check)
@@ -57,6 +59,7 @@ enum RunCommand: Subcommand {
         let listeners = [("product", configuration.httpAddress, routes), ("ops", configuration.opsHTTPAddress, opsRoutes)]
         let servers = try listeners.map { listener, address, routes in
             HTTPServer(
+                name: listener,
                 configuration: HTTPServer.Configuration(
                     address: try HTTPAddress(parsing: address), maxRequestBodyBytes: configuration.httpMaxBodyBytes,
                     connectionLimit: configuration.httpMaxConnections, connectionTimeoutSeconds: configuration.httpRequestTimeoutSeconds,
@@ -65,9 +68,7 @@ enum RunCommand: Subcommand {
                 routes: routes, diagnostics: { message in logger.debug("http diagnostic", [("message", .string(message))]) },
                 deadlineCuts: cuts.labels([listener]))
         }
-        for server in servers { try server.start() }
         let (http, opsHTTP) = (servers[0], servers[1])
-        logger.info("http listening", [("port", .int(Int64(http.port ?? 0))), ("opsPort", .int(Int64(opsHTTP.port ?? 0)))])
 
         let trust = try TrustOptions.load(
             attestation: configuration.trustAnchorsPath, receipt: configuration.receiptTrustAnchorsPath,
@@ -105,25 +106,27 @@ enum RunCommand: Subcommand {
         }
         let connection = reconnecting("lane-0")
         let migrations = try Migrator.bundled
-        if configuration.migrateAtStart {
-            let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
-            logger.info("migrations", [("applied", .array(applied.map(JSONValue.string)))])
-        }
-        let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
-        metrics.readiness.markReady("postgres")
-        DatabaseProbe(conninfo: configuration.databaseURL, health: database).start()
+        // Waits for PostgreSQL (retrying, with /readyz saying why), migrates if asked, and says whether the
+        // schema is the one this build expects.
+        let schema = ClosureService("schema", start: { _ in
+            if configuration.migrateAtStart {
+                let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
+                logger.info("migrations", [("applied", .array(applied.map(JSONValue.string)))])
+            }
+            let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
+            metrics.readiness.markReady(.postgres)
+            if version >= migrations.count {
+                metrics.readiness.markReady(.migrations)
+            } else {
+                metrics.readiness.markNotReady(.migrations, .schemaBehind(applied: version, bundled: migrations.count))
+            }
+        }, stop: { _ in })
         // A rate bucket idle for as long as the slowest one takes to refill is full: then it is deleted.
         let buckets: [RateLimitStore.Limit] = [challengeLimits.perApp, challengeLimits.failuresPerAddress, challengeLimits.failures]
         let refillSeconds = buckets.map(\.refillSeconds).max() ?? 60
-        ChallengePurger(
+        let purger = ChallengePurger(
             conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds,
-            rateBucketIdleSeconds: refillSeconds, logger: logger
-        ).start()
-        if version >= migrations.count {
-            metrics.readiness.markReady("migrations")
-        } else {
-            metrics.readiness.markNotReady("migrations", reason: "schema at \(version) of \(migrations.count): run attest-worker migrate")
-        }
+            rateBucketIdleSeconds: refillSeconds, logger: logger)
         // Weak: the registry holds this closure, and the metrics hold the registry.
         metrics.registry.onCollect { [weak metrics] in
             guard let metrics else { return }
@@ -169,24 +172,53 @@ enum RunCommand: Subcommand {
                 producerProperties: producerProperties, batchSize: configuration.batchSize,
                 maxBufferedMessages: configuration.maxBufferedMessages, maxBufferedBytes: configuration.maxBufferedBytes,
                 messageLimits: .worker(maxMessageBytes: configuration.maxMessageBytes),
-                pauseAfterSeconds: configuration.pauseAfterSeconds,
-                shutdownTimeoutSeconds: configuration.shutdownTimeoutSeconds),
+                pauseAfterSeconds: configuration.pauseAfterSeconds),
             processors: processors, logger: logger, metrics: metrics)
 
+        // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts; the
+        // intake last. The group stops them in reverse: polling, lanes, consumer, producer, then the rest.
+        let group = ServiceGroup(
+            servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger] + service.services,
+            shutdownTimeout: .seconds(configuration.shutdownTimeoutSeconds)
+        ) { event in
+            switch event {
+            case .started(let name):
+                logger.debug("started", [("component", .string(name))])
+                if name == opsHTTP.name {
+                    logger.info("http listening", [("port", .int(Int64(http.port ?? 0))), ("opsPort", .int(Int64(opsHTTP.port ?? 0)))])
+                }
+            case .stopping(let name): logger.debug("stopping", [("component", .string(name))])
+            case .stopped(let name): logger.debug("stopped", [("component", .string(name))])
+            case .failed(let name, let error):
+                logger.error("component failed; stopping", [("component", .string(name)), ("error", .string("\(error)"))])
+            }
+        }
         let signals = [SIGTERM, SIGINT].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 logger.info("signal received; stopping", [("signal", .int(Int64(number)))])
-                service.stop()
+                group.triggerGracefulShutdown()
+                // A start still waiting for PostgreSQL gives up instead of holding the shutdown.
+                connection.cancel()
             }
             source.resume()
             return source
         }
-        try service.run()
-        metrics.readiness.markNotReady("broker", reason: "stopping")
-        for server in servers { server.stop() }
-        withExtendedLifetime(signals) {}
-        return 0
+        defer { for source in signals { source.cancel() } }
+        // A component that failed ends the process as a failed start does (one line, status 2), after the
+        // others stopped; a shutdown past its deadline exits 1 without waiting more: what was stored is
+        // safe, the rest is redelivered.
+        do {
+            try group.run()
+            return 0
+        } catch {
+            switch error {
+            case .shutdownTimedOut(let name):
+                logger.error("shutdown deadline passed; exiting", [("component", .string(name))])
+                return 1
+            case .failed: throw error
+            }
+        }
     }
 }

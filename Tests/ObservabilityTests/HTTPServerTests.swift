@@ -49,23 +49,24 @@ struct HTTPServerTests {
 
     @Test("GET /readyz follows the readiness closure: 200, then 503 with the reason, then 200 again")
     func readyzFlips() throws {
-        let readiness = ReadinessConditions(["broker", "postgres"])
-        readiness.markReady("broker")
-        readiness.markReady("postgres")
+        let readiness = ReadinessConditions<TestCondition, TestReason>()
+        readiness.markReady(.broker)
+        readiness.markReady(.postgres)
+        readiness.markReady(.migrations)
         let server = try startServer(readiness: readiness.check)
         let port = try port(server)
         let ready = try RawHTTP.get(port: port, "/readyz")
         #expect(ready.status == 200)
         #expect(ready.text == "ok\n")
 
-        readiness.markNotReady("postgres", reason: "connection refused")
+        readiness.markNotReady(.postgres, .because("connection refused"))
         let notReady = try RawHTTP.get(port: port, "/readyz")
         #expect(notReady.status == 503)
         #expect(notReady.text == "postgres: connection refused\n")
         // Liveness does not depend on readiness.
         #expect(try RawHTTP.get(port: port, "/healthz").status == 200)
 
-        readiness.markReady("postgres")
+        readiness.markReady(.postgres)
         #expect(try RawHTTP.get(port: port, "/readyz").status == 200)
     }
 

@@ -231,19 +231,42 @@ struct MetricsRegistryTests {
     }
 }
 
+/// Conditions and reasons of a test process, declared in the order /readyz lists them.
+enum TestCondition: String, ReadinessCondition {
+    case broker, postgres, migrations
+    var name: String { rawValue }
+}
+
+enum TestReason: ReadinessReason {
+    case starting
+    case because(String)
+    var text: String {
+        switch self {
+        case .starting: "starting"
+        case .because(let text): text
+        }
+    }
+    var label: String {
+        switch self {
+        case .starting: "starting"
+        case .because: "because"
+        }
+    }
+}
+
 @Suite("Readiness conditions")
 struct ReadinessConditionsTests {
-    @Test("not ready until every condition is marked, reasons in registration order")
+    @Test("not ready until every condition is marked, reasons in declaration order")
     func conditions() {
-        let readiness = ReadinessConditions(["broker", "postgres", "migrations"])
+        let readiness = ReadinessConditions<TestCondition, TestReason>()
         #expect(readiness.check() == "broker: starting; postgres: starting; migrations: starting")
-        readiness.markReady("broker")
-        readiness.markReady("migrations")
-        readiness.markNotReady("postgres", reason: "connection refused")
+        readiness.markReady(.broker)
+        readiness.markReady(.migrations)
+        readiness.markNotReady(.postgres, .because("connection refused"))
         #expect(readiness.check() == "postgres: connection refused")
-        readiness.markReady("postgres")
+        readiness.markReady(.postgres)
         #expect(readiness.check() == nil)
-        readiness.markNotReady("broker", reason: "all brokers down")
+        readiness.markNotReady(.broker, .because("all brokers down"))
         #expect(readiness.check() == "broker: all brokers down")
     }
 }

@@ -13,7 +13,7 @@ struct DatabaseHealthTests {
 
     /// A DatabaseHealth on a clock the test moves.
     final class Fixture: Sendable {
-        let readiness = ReadinessConditions(["postgres"])
+        let readiness = Readiness.Conditions()
         let registry = MetricsRegistry()
         let retries: Counter
         let clock = TestClock()
@@ -23,6 +23,9 @@ struct DatabaseHealthTests {
             retries = registry.counter("r_total", help: "h", labelNames: ["class"])
             let clock = self.clock
             health = DatabaseHealth(readiness: readiness, retries: retries, reminderInterval: .seconds(30), now: { clock.reading.withLock { $0 } })
+            // Only the postgres condition is under test.
+            readiness.markReady(.migrations)
+            readiness.markReady(.broker)
         }
 
         func advance(_ duration: Duration) { clock.reading.withLock { $0 += duration } }
@@ -47,7 +50,7 @@ struct DatabaseHealthTests {
         #expect(f.readiness.check() == "postgres: deadlock (40P01)")
         #expect(f.health.recovered(writer: "lane-1") != nil)
         #expect(f.readiness.check() == nil)
-        f.health.probed("unreachable")
+        f.health.probed(.unreachable)
         #expect(f.readiness.check() == "postgres: unreachable")
     }
 

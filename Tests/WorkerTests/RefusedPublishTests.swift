@@ -3,6 +3,7 @@ import AttestJobs
 import AttestVerifier
 import Foundation
 import KafkaClient
+import Lifecycle
 import Observability
 import Synchronization
 import Testing
@@ -41,16 +42,15 @@ import Testing
             var consumer = Self.properties(cluster.bootstrapServers)
             consumer.merge(["group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": "3000",
                 "heartbeat.interval.ms": "500", "fetch.wait.max.ms": "50", "auto.commit.interval.ms": "200"]) { _, b in b }
-            // The shutdown watchdog ends the process once its deadline passes, run over or not: far beyond
-            // this test run, which shares the process.
             let service = try WorkerService(
                 settings: WorkerService.Settings(
                     topics: [jobs], consumerProperties: consumer, producerProperties: Self.properties(cluster.bootstrapServers),
-                    batchSize: 16, maxBufferedMessages: 64, messageLimits: .worker(maxMessageBytes: 256 * 1024), shutdownTimeoutSeconds: 86_400),
+                    batchSize: 16, maxBufferedMessages: 64, messageLimits: .worker(maxMessageBytes: 256 * 1024)),
                 processors: [processor], logger: logger, metrics: metrics)
+            let services = ServiceGroup(service.services, shutdownTimeout: .seconds(86_400))
             let stopped = Mutex(false)
             Thread.detachNewThread {
-                try? service.run()
+                try? services.run()
                 stopped.withLock { $0 = true }
             }
             // Wait for the replacement on the dead-letter topic (beside the placeholder that created it).
@@ -65,7 +65,7 @@ import Testing
             }
             letters.close()
             Thread.sleep(forTimeInterval: 1)  // an auto-commit interval or more
-            service.stop()
+            services.triggerGracefulShutdown()
             let stopDeadline = Date().addingTimeInterval(15)
             while !stopped.withLock({ $0 }) && Date() < stopDeadline { Thread.sleep(forTimeInterval: 0.05) }
             let probe = try KafkaConsumer(properties: consumer, topics: [jobs], delegate: nil)

@@ -25,16 +25,16 @@ public final class DatabaseHealth: Sendable {
     }
 
     private struct State {
-        /// Failing writers and the summary of their last failure.
-        var failing: [String: String] = [:]
+        /// Failing writers and their last failure.
+        var failing: [String: Readiness.Reason] = [:]
         /// The idle probe's reason, nil when it succeeds.
-        var probe: String?
+        var probe: Readiness.Reason?
         var outageStart: Duration?
         var lastReport: Duration = .zero
         var retries = 0
     }
 
-    private let readiness: ReadinessConditions
+    private let readiness: Readiness.Conditions
     private let retries: Counter
     private let reminderInterval: Duration
     private let now: @Sendable () -> Duration
@@ -45,7 +45,7 @@ public final class DatabaseHealth: Sendable {
     ///   - reminderInterval: how often an ongoing outage is logged again.
     ///   - now: a monotonic reading (the time since any fixed origin).
     public init(
-        readiness: ReadinessConditions, retries: Counter, reminderInterval: Duration = .seconds(30),
+        readiness: Readiness.Conditions, retries: Counter, reminderInterval: Duration = .seconds(30),
         now: (@Sendable () -> Duration)? = nil
     ) {
         self.readiness = readiness
@@ -61,7 +61,7 @@ public final class DatabaseHealth: Sendable {
         retries.labels([error.faultClass]).increment()
         let time = now()
         return update { state in
-            state.failing[writer] = error.summary
+            state.failing[writer] = .writerRetrying(error.summary)
             state.retries += 1
             guard let start = state.outageStart else {
                 state.outageStart = time
@@ -88,7 +88,7 @@ public final class DatabaseHealth: Sendable {
     }
 
     /// The idle probe's finding: nil when the database answers and accepts writes, else why not.
-    public func probed(_ reason: String?) {
+    public func probed(_ reason: Readiness.Reason?) {
         update { $0.probe = reason }
     }
 
@@ -98,7 +98,7 @@ public final class DatabaseHealth: Sendable {
         state.withLock { state in
             let result = change(&state)
             let reason = state.failing.min { $0.key < $1.key }?.value ?? state.probe
-            if let reason { readiness.markNotReady("postgres", reason: reason) } else { readiness.markReady("postgres") }
+            if let reason { readiness.markNotReady(.postgres, reason) } else { readiness.markReady(.postgres) }
             return result
         }
     }

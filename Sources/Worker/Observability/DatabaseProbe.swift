@@ -1,4 +1,4 @@
-import Foundation
+import Lifecycle
 import Observability
 import PostgresClient
 
@@ -7,33 +7,36 @@ import PostgresClient
 /// answering 200. Every `interval` it asks, on a connection of its own (never the batches'), whether its
 /// transactions would be read-only (a standby, or `default_transaction_read_only` set), with a short
 /// connect timeout so a vanished host does not hold the probe for the kernel's TCP timeout. A writer's
-/// failure outranks what the probe finds (``DatabaseHealth``).
-public final class DatabaseProbe: Sendable {
-    private let conninfo: String
-    private let health: DatabaseHealth
-    private let interval: TimeInterval
+/// failure outranks what the probe finds (``DatabaseHealth``). A component of the worker's group, stopped
+/// with it.
+public final class DatabaseProbe: Service {
+    public let name = "database probe"
+    private let task: PeriodicTask
 
-    public init(conninfo: String, health: DatabaseHealth, interval: TimeInterval = 2) {
-        self.conninfo = conninfo
-        self.health = health
-        self.interval = interval
+    public init(conninfo: String, health: DatabaseHealth, interval: Duration = .seconds(2)) {
+        let probe = Probe()
+        task = PeriodicTask(name: "database-probe", every: interval) { probe.round(conninfo: conninfo, health: health) }
     }
 
-    /// Starts probing on a detached thread for the life of the process.
-    public func start() {
-        Thread.detachNewThread { [self] in
-            var connection: PGConnection?
-            while true {
-                do throws(PGError) {
-                    if connection?.isHealthy != true {
-                        connection = try PGConnection(conninfo: conninfo, applicationName: "attest-worker-probe", connectTimeoutSeconds: 2)
-                    }
-                    health.probed(try connection!.execute(ReadOnlySetting()).readOnly ? "read-only" : nil)
-                } catch {
-                    connection = nil
-                    health.probed(error.isConnectionLost ? "unreachable" : "probe failed (\(error.summary))")
+    public func start(failed: @escaping @Sendable (any Error) -> Void) { task.start() }
+
+    /// Waits for a probe in progress (at most its 2 s connect timeout and one query).
+    public func stop(deadline: ContinuousClock.Instant) { task.stop() }
+
+    /// One probe: reuses a healthy connection, else opens one.
+    private final class Probe: @unchecked Sendable {
+        /// Only the task's thread touches it.
+        private var connection: PGConnection?
+
+        func round(conninfo: String, health: DatabaseHealth) {
+            do throws(PGError) {
+                if connection?.isHealthy != true {
+                    connection = try PGConnection(conninfo: conninfo, applicationName: "attest-worker-probe", connectTimeoutSeconds: 2)
                 }
-                Thread.sleep(forTimeInterval: interval)
+                health.probed(try connection!.execute(ReadOnlySetting()).readOnly ? .readOnly : nil)
+            } catch {
+                connection = nil
+                health.probed(error.isConnectionLost ? .unreachable : .probeFailed(error.summary))
             }
         }
     }

@@ -5,7 +5,7 @@ import Synchronization
 /// readiness conditions, created once and shared by the pipeline's parts.
 public final class WorkerMetrics: Sendable {
     public let registry = MetricsRegistry()
-    public let readiness = ReadinessConditions(["postgres", "migrations", "broker"])
+    public let readiness = Readiness.Conditions()
     /// The `postgres` condition as the writers and the probe see it, and the database retries.
     public let database: DatabaseHealth
 
@@ -73,7 +73,19 @@ public final class WorkerMetrics: Sendable {
             labelNames: ["threshold"])
         // What /readyz answers, as a series alerts can watch (a scrape only needs the process, not readiness).
         let ready = registry.gauge("attest_ready", help: "1 when every readiness condition holds (/readyz is 200), else 0.")
-        registry.onCollect { [readiness] in ready.set(readiness.check() == nil ? 1 : 0) }
+        // Which condition is unmet and why: 1 for each current reason, 0 for those seen before (a bounded set:
+        // conditions × reason labels).
+        let unmet = registry.gauge(
+            "attest_readiness_unmet", help: "1 for each readiness condition that does not hold, by its reason (/readyz says it in words).",
+            labelNames: ["condition", "reason"])
+        let seen = Mutex<Set<[String]>>([])
+        registry.onCollect { [readiness] in
+            let current = Set(readiness.unmet.map { [$0.condition.name, $0.reason.label] })
+            ready.set(current.isEmpty ? 1 : 0)
+            for labels in seen.withLock({ seen in seen.formUnion(current); return seen }) {
+                unmet.labels(labels).set(current.contains(labels) ? 1 : 0)
+            }
+        }
     }
 
     /// Copies cumulative cache counts into the counter (by difference), at scrape time.

@@ -3,8 +3,10 @@ import AttestJobs
 import Durations
 import Foundation
 import KafkaClient
+import Lifecycle
 import Observability
 import PostgresClient
+import Synchronization
 
 /// The running worker: a dedicated Kafka poll thread feeding bounded buffers, batch threads that decide
 /// and store (`BatchProcessor`), an idempotent producer publishing verdicts, and per-partition offset
@@ -18,6 +20,10 @@ import PostgresClient
 ///
 /// All intake state is one ``IntakeStateMachine`` behind a condition lock (which the threads also wait
 /// on); its transitions return the Kafka calls and wake-ups to make, carried out outside the lock.
+///
+/// The worker is four components of a ``ServiceGroup`` (``services``), so its shutdown is the group's
+/// reverse order: polling stops, the lanes drain, the consumer stores and commits its final offsets and
+/// leaves the group, the producer flushes.
 public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     public struct Settings: Sendable {
         public var topics: [String]
@@ -35,12 +41,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         public var pauseAfterSeconds: Double
         /// How long a revoke waits for the partition's in-flight jobs before giving it up anyway.
         public var revokeTimeoutSeconds: Double = 15
-        public var shutdownTimeoutSeconds: Double
 
         public init(
             topics: [String], consumerProperties: [String: String], producerProperties: [String: String], batchSize: Int,
             maxBufferedMessages: Int, maxBufferedBytes: Int = 128 << 20, messageLimits: KafkaMessage.Limits = .unlimited,
-            pauseAfterSeconds: Double = 2, shutdownTimeoutSeconds: Double
+            pauseAfterSeconds: Double = 2
         ) {
             self.maxBufferedBytes = maxBufferedBytes
             self.messageLimits = messageLimits
@@ -50,7 +55,6 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             self.batchSize = batchSize
             self.maxBufferedMessages = maxBufferedMessages
             self.pauseAfterSeconds = pauseAfterSeconds
-            self.shutdownTimeoutSeconds = shutdownTimeoutSeconds
         }
     }
 
@@ -60,6 +64,14 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private let metrics: WorkerMetrics
     private let producer: KafkaProducer
     private var consumer: KafkaConsumer!
+    /// Set by the components' starts, joined by their stops (the group calls them one at a time).
+    private var pollThread: JoinableThread?
+    private var laneThreads: [JoinableThread] = []
+    /// Ends the group when the producer fails fatally (set when the producer component starts).
+    private let failed = Mutex<(@Sendable (any Error) -> Void)?>(nil)
+    /// Publications that must not be made on the delivery thread, or after a backoff; part of the
+    /// producer component.
+    private let deferred = DeferredWork(name: "publish-retry")
 
     /// Guarded by `condition`, whose waiters are woken by `.wakeWaiters`.
     private var machine: IntakeStateMachine
@@ -80,22 +92,39 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         self.metrics = metrics
         producer = try KafkaProducer(properties: settings.producerProperties) { error in
             metrics.errors.labels(["producer"]).increment()
-            if error.isFatal { metrics.readiness.markNotReady("broker", reason: "producer: \(error.name)") }
+            if error.isFatal { metrics.readiness.markNotReady(.broker, .producerError(error.name)) }
             logger.warning("producer error", [("error", .string(error.description))])
         }
     }
 
-    /// Runs until `stop()`; then shuts down in order within the deadline: stop polling, finish buffered
-    /// jobs, wait for acknowledgements, store and commit offsets, leave the group, flush the producer.
-    public func run() throws(KafkaError) {
+    /// The worker's components in start order; a ``ServiceGroup`` stops them in reverse.
+    /// - producer: created with the service; closed last, once every verdict was acknowledged or the
+    ///   deadline took the rest (a fatal producer error fails it, which ends the group);
+    /// - consumer: subscribes; at its stop stores the final offsets, commits and leaves the group;
+    /// - lanes: the batch threads; at their stop, waited for until every job taken is acknowledged (past
+    ///   the deadline the group gives up on them and the process exits);
+    /// - poll: the poll thread; stopped first, which also cancels the lanes' database retries.
+    public var services: [any Service] {
+        [
+            ClosureService("producer", start: { [self] failed in
+                self.failed.withLock { $0 = failed }
+                deferred.start()
+            }, stop: { [self] in closeProducer($0) }),
+            ClosureService("consumer", start: { [self] _ in try subscribe() }, stop: { [self] _ in leave() }),
+            ClosureService("lanes", start: { [self] _ in startLanes() }, stop: { [self] _ in drainLanes() }),
+            ClosureService("poll", start: { [self] _ in startPolling() }, stop: { [self] _ in stopPolling() }),
+        ]
+    }
+
+    private func subscribe() throws(KafkaError) {
         let (metrics, logger) = (self.metrics, self.logger)
         consumer = try KafkaConsumer(
             properties: settings.consumerProperties, topics: settings.topics, delegate: self, limits: settings.messageLimits
         ) { error in
-            metrics.readiness.markNotReady("broker", reason: "consumer: \(error.name)")
+            metrics.readiness.markNotReady(.broker, .consumerError(error.name))
             logger.warning("consumer error", [("error", .string(error.description))])
         }
-        metrics.readiness.markReady("broker")
+        metrics.readiness.markReady(.broker)
         // Weak: the registry holds this closure, and the service holds the registry through its metrics.
         metrics.registry.onCollect { [weak self] in
             guard let self else { return }
@@ -104,25 +133,42 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             metrics.inFlight.set(Double(inFlight))
             for (partition, lag) in consumer.lag() { metrics.lag.labels([partition.description]).set(Double(lag)) }
         }
-        let pollThread = Thread { [self] in pollLoop() }
-        pollThread.name = "kafka-poll"
-        pollThread.start()
-        for lane in processors.indices {
-            let batchThread = Thread { [self] in batchLoop(lane: lane) }
-            batchThread.name = "batch-\(lane)"
-            batchThread.start()
-        }
-        logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
+    }
 
+    private func startLanes() {
+        laneThreads = processors.indices.map { lane in JoinableThread(name: "batch-\(lane)") { [self] in batchLoop(lane: lane) } }
+    }
+
+    private func startPolling() {
+        pollThread = JoinableThread(name: "kafka-poll") { [self] in pollLoop() }
+        logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
+    }
+
+    /// Stops polling (the first step of the shutdown) and joins the poll thread.
+    private func stopPolling() {
+        stop()
+        pollThread?.join()
+        metrics.readiness.markNotReady(.broker, .stopping)
+    }
+
+    /// Waits until the lanes have finished the buffered jobs and every publication is acknowledged, then
+    /// joins them. A lane held by PostgreSQL holds this stop past the deadline, where the group gives up
+    /// naming the lanes, so no offset is stored after the deadline.
+    private func drainLanes() {
+        if pollThread == nil {
+            // The shutdown came before polling started: nothing more will be polled.
+            stop()
+            apply { $0.pollStopped() }
+        }
         condition.lock()
-        while !machine.stopping { condition.wait() }
+        while !machine.drained { condition.wait() }
         condition.unlock()
-        let deadline = Date().addingTimeInterval(settings.shutdownTimeoutSeconds)
-        startWatchdog(deadline: deadline)
-        condition.lock()
-        while !machine.drained { _ = condition.wait(until: deadline) }
-        let store = machine.finalOffsets()
-        condition.unlock()
+        for thread in laneThreads { thread.join() }
+    }
+
+    /// Stores the offsets finished so far, commits them and leaves the group.
+    private func leave() {
+        let store = locked { $0.finalOffsets() }
         perform(store)
         do {
             try consumer.commitSync()
@@ -130,26 +176,22 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             logger.warning("final commit failed", [("error", .string(error.description))])
         }
         consumer.close()
-        producer.close(timeoutMs: 5000)
+    }
+
+    /// Flushes what is still queued (at most 5 s, and not past the deadline), then closes, which ends a
+    /// publication waiting for room, and drops the deferred ones (nothing is left once drained).
+    private func closeProducer(_ deadline: ContinuousClock.Instant) {
+        let left = max(.zero, min(.seconds(5), deadline - .now))
+        producer.close(timeoutMs: Int32(left.wholeMilliseconds))
+        deferred.stop()
         logger.info("worker stopped")
     }
 
-    /// Asks the worker to stop (signal handlers call this).
-    public func stop() {
+    /// Stops polling; a lane retrying an outage gives its batch up (redelivered later) instead of holding
+    /// the shutdown.
+    private func stop() {
         apply { $0.stop() }
-        // A lane retrying an outage gives its batch up (redelivered later) instead of holding the shutdown.
         for processor in processors { processor.store.cancelRetries() }
-    }
-
-    /// After the deadline the process exits without storing more offsets: what was stored is safe, the
-    /// rest is redelivered.
-    private func startWatchdog(deadline: Date) {
-        let logger = self.logger
-        Thread.detachNewThread {
-            Thread.sleep(until: deadline)
-            logger.error("shutdown deadline passed; exiting")
-            exit(1)
-        }
     }
 
     // MARK: Poll thread
@@ -160,7 +202,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             let room = waitForRoom()
             let messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
-            metrics.readiness.markReady("broker")
+            metrics.readiness.markReady(.broker)
             for message in messages { metrics.consumed.labels([message.topic]).increment() }
             apply { $0.received(messages) }
         }
@@ -297,7 +339,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                         chained.then += out.then.dropFirst()
                         let next = chained
                         // Not from the delivery callback: a full queue would wait for this very thread.
-                        DispatchQueue.global().async { [self] in publish(next) }
+                        deferred.submit { [self] in publish(next) }
                     case .success: finished(out)
                     case .failure(let error): deliveryFailed(out, error, retry: retry)
                     }
@@ -308,7 +350,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 if error.isFatal || error.code == KafkaError.Code.state {
                     if error.isFatal {
                         logger.error("producer failed fatally", [("error", .string(error.description))])
-                        stop()
+                        failed.withLock { $0 }?(error)
                     }
                     return
                 }
@@ -338,7 +380,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             ("error", .string(error.description)), ("delayMs", .int(Int64(delay * 1000))),
             ("topic", .string(out.topic)),
         ])
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in publish(out, retry: retry) }
+        deferred.submit(after: .seconds(delay)) { [self] in publish(out, retry: retry) }
     }
 
     /// The broker (or librdkafka's own size check) refused `out` for good: publish the smallest dead letter
@@ -358,7 +400,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         logger.error("the broker refused the message; publishing the smallest dead letter instead", fields)
         // Not on the delivery thread, which must keep serving reports for the local queue to drain.
         let replacement = processors[0].smallestDeadLetter(replacing: out, error: error.name)
-        DispatchQueue.global().async { [self] in publish(replacement) }
+        deferred.submit { [self] in publish(replacement) }
     }
 
     /// Failed deliveries of one message are produced again after 100 ms, doubling up to 5 s.
