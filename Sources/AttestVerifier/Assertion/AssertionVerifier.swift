@@ -1,7 +1,7 @@
 import AttestCore
 import AttestCrypto
 
-/// Decides one assertion in the order of vectors/README.md: decode, parse, known key, signature, rpIdHash,
+/// Decides one assertion in the order of docs/CHECK_ORDER.md: decode, parse, known key, signature, rpIdHash,
 /// counter. The signature is ES256 over the message nonce = SHA256(authenticatorData ‖ clientDataHash), so
 /// the digest verified is SHA256(nonce); DER signatures only, high-S accepted.
 public struct AssertionVerifier: Sendable {
