@@ -8,13 +8,13 @@ import Testing
 /// must work as written, with the client library a backend would use (confluent-kafka, not this project's).
 extension LiveStack {
     @Suite struct PythonExampleIntegrationTests {
-        /// The example's interpreter: ATTEST_EXAMPLE_PYTHON (ops/test sets it from examples/python/install),
+        /// The example's interpreter: EXAMPLE_PYTHON (ops/test sets it from examples/python/install),
         /// else the virtual environment that script makes in the default cache folder.
         static var python: String {
             get throws {
                 let cache = Stack.environment["ATTEST_CACHE_DIR"]
                     ?? (Stack.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/attest-worker"
-                let path = Stack.environment["ATTEST_EXAMPLE_PYTHON"] ?? cache + "/python-example/bin/python"
+                let path = Stack.environment["EXAMPLE_PYTHON"] ?? cache + "/python-example/bin/python"
                 try #require(FileManager.default.isExecutableFile(atPath: path), "no \(path): run examples/python/install (ops/test does)")
                 return path
             }
