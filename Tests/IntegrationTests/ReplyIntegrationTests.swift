@@ -17,8 +17,9 @@ extension LiveStack {
         /// Guarantee: a job naming an allowed reply topic gets its verdict there (on the partition it asked
         /// for, else keyed by keyId) with its jobId, correlation id and trace context, besides the verdicts
         /// topic; a disallowed, reserved or malformed reply-to gets none (logged and counted) while the
-        /// verdicts topic still has it; a reply to an allowed topic that does not exist is skipped without
-        /// holding the partition; a message too large or not JSON whose jobId can be read is answered on both.
+        /// verdicts topic still has it; a reply to a partition the topic lacks is skipped (counted) without
+        /// holding the jobs after it, as is one to an allowed topic that does not exist (Tansu creates it on
+        /// first use); a message too large or not JSON whose jobId can be read is answered on both.
         @Test func repliesGoWhereAllowedWithTheJobsHeadersAndEveryReadableJobIdIsAnswered() throws {
             let topics = try Stack.topics("reply", partitions: 1)
             let replies = topics.jobs.replacingOccurrences(of: ".jobs", with: ".replies")
@@ -30,6 +31,7 @@ extension LiveStack {
             let id = String(bundleId.suffix(8))
             let (partitioned, keyed, refused, reserved, malformed, missing, after) = (
                 "rp-\(id)", "rk-\(id)", "rn-\(id)", "rr-\(id)", "rm-\(id)", "rx-\(id)", "ra-\(id)")
+            let absent = "rs-\(id)"
             func job(_ jobId: String) throws -> (key: [UInt8], value: [UInt8]) {
                 let device = try Device()
                 return (Array(Base64.encode(device.keyId).utf8), Jobs.attestation(device, bundleId: bundleId, jobId: jobId))
@@ -48,6 +50,7 @@ extension LiveStack {
                 HeaderedRecord(try job(reserved), [("reply-to", topics.verdicts), ("correlation-id", "corr-\(reserved)")]),
                 HeaderedRecord(try job(malformed), [("reply-to", replies), ("reply-partition", "-1")]),
                 HeaderedRecord(try job(missing), [("reply-to", replies), ("reply-partition", "9")]),
+                HeaderedRecord(try job(absent), [("reply-to", "\(replies)-absent"), ("correlation-id", "corr-\(absent)")]),
                 HeaderedRecord(try job(after), [("reply-to", replies), ("correlation-id", "corr-\(after)")]),
                 HeaderedRecord((nil, oversize), [("reply-to", replies), ("correlation-id", "corr-big")]),
                 HeaderedRecord((nil, broken), [("reply-to", replies), ("correlation-id", "corr-broken")]),
@@ -55,7 +58,7 @@ extension LiveStack {
             try produce(topics.jobs, messages)
 
             let verdicts = try TopicReader(topic: topics.verdicts)
-            let expected = [partitioned, keyed, refused, reserved, malformed, missing, after, "big-\(id)", "broken-\(id)"]
+            let expected = [partitioned, keyed, refused, reserved, malformed, missing, absent, after, "big-\(id)", "broken-\(id)"]
             #expect(
                 verdicts.read(seconds: 60) { _ in Set(expected).isSubset(of: verdicts.verdictsByJob.keys) },
                 "\(worker.log.suffix(2000))")
