@@ -56,6 +56,8 @@ extension LiveStack {
                 HeaderedRecord((nil, broken), [("reply-to", replies), ("correlation-id", "corr-broken")]),
             ]
             try produce(topics.jobs, messages)
+            // What is produced: jobs that validate, and the two messages that are no job on purpose.
+            try validate(messages.dropLast(2).map { String(decoding: $0.value, as: UTF8.self) }, schema: "job")
 
             let verdicts = try TopicReader(topic: topics.verdicts)
             let expected = [partitioned, keyed, refused, reserved, malformed, missing, absent, after, "big-\(id)", "broken-\(id)"]
@@ -131,6 +133,10 @@ extension LiveStack {
             #expect(message.headers.last?.value == Array("corr-\(id)".utf8))
             #expect(worker.log.contains(#""correlationId":"corr-\#(id)""#), "the unstorable log line names the job")
             try validate([String(decoding: message.value, as: UTF8.self)], schema: "verdict")
+            let dead = try TopicReader(topic: topics.deadLetters)
+            #expect(dead.read(seconds: 20) { !$0.isEmpty })
+            #expect(dead.messages.first?.headers.first { $0.name == "jobId" }?.value == Array(jobId.utf8))
+            try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
         }
 
         /// Guarantee: `attest-worker submit` round-trips a file of valid and rejected jobs through a running
@@ -156,6 +162,7 @@ extension LiveStack {
             let accepted = try file([Jobs.attestation(try Device(), bundleId: bundleId, jobId: "sa-\(id)")])
             defer { for url in [mixed, accepted] { try? FileManager.default.removeItem(at: url) } }
             let submit = ["submit", "--config", config.path, "--reply-topic", replies]
+            try validate((valid + [rejected[1]]).map { String(decoding: $0, as: UTF8.self) }, schema: "job")
 
             let started = Date()
             let lonely = try Stack.run(Stack.binary, submit + [mixed.path, "--timeout", "3"], capture: true)
@@ -193,6 +200,7 @@ extension LiveStack {
             let client = try AttestClient(
                 producerProperties: producerProperties, consumerProperties: properties, jobsTopic: topics.jobs, replyTopic: replies)
             let job = Jobs.attestation(try Device(), bundleId: bundleId, jobId: "cl-\(bundleId.suffix(8))")
+            try validate([String(decoding: job, as: UTF8.self)], schema: "job")
             #expect(throws: AttestClient.Failure.self) { try client.call(job, timeout: .seconds(2)) }
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_REPLY_TOPICS": replies])
             let answer = try client.call(job, timeout: .seconds(60), traceparent: Self.traceparent)
