@@ -17,8 +17,9 @@ extension LiveStack {
         /// Guarantee: a job naming an allowed reply topic gets its verdict there (on the partition it asked
         /// for, else keyed by keyId) with its jobId, correlation id and trace context, besides the verdicts
         /// topic; a disallowed, reserved or malformed reply-to gets none (logged and counted) while the
-        /// verdicts topic still has it; a reply to an allowed topic that does not exist is skipped without
-        /// holding the partition; a message too large or not JSON whose jobId can be read is answered on both.
+        /// verdicts topic still has it; a reply to a partition the topic lacks is skipped (counted) without
+        /// holding the jobs after it, as is one to an allowed topic that does not exist (Tansu creates it on
+        /// first use); a message too large or not JSON whose jobId can be read is answered on both.
         @Test func repliesGoWhereAllowedWithTheJobsHeadersAndEveryReadableJobIdIsAnswered() throws {
             let topics = try Stack.topics("reply", partitions: 1)
             let replies = topics.jobs.replacingOccurrences(of: ".jobs", with: ".replies")
@@ -30,6 +31,7 @@ extension LiveStack {
             let id = String(bundleId.suffix(8))
             let (partitioned, keyed, refused, reserved, malformed, missing, after) = (
                 "rp-\(id)", "rk-\(id)", "rn-\(id)", "rr-\(id)", "rm-\(id)", "rx-\(id)", "ra-\(id)")
+            let absent = "rs-\(id)"
             func job(_ jobId: String) throws -> (key: [UInt8], value: [UInt8]) {
                 let device = try Device()
                 return (Array(Base64.encode(device.keyId).utf8), Jobs.attestation(device, bundleId: bundleId, jobId: jobId))
@@ -48,14 +50,17 @@ extension LiveStack {
                 HeaderedRecord(try job(reserved), [("reply-to", topics.verdicts), ("correlation-id", "corr-\(reserved)")]),
                 HeaderedRecord(try job(malformed), [("reply-to", replies), ("reply-partition", "-1")]),
                 HeaderedRecord(try job(missing), [("reply-to", replies), ("reply-partition", "9")]),
+                HeaderedRecord(try job(absent), [("reply-to", "\(replies)-absent"), ("correlation-id", "corr-\(absent)")]),
                 HeaderedRecord(try job(after), [("reply-to", replies), ("correlation-id", "corr-\(after)")]),
                 HeaderedRecord((nil, oversize), [("reply-to", replies), ("correlation-id", "corr-big")]),
                 HeaderedRecord((nil, broken), [("reply-to", replies), ("correlation-id", "corr-broken")]),
             ]
             try produce(topics.jobs, messages)
+            // What is produced: jobs that validate, and the two messages that are no job on purpose.
+            try validate(messages.dropLast(2).map { String(decoding: $0.value, as: UTF8.self) }, schema: "job")
 
             let verdicts = try TopicReader(topic: topics.verdicts)
-            let expected = [partitioned, keyed, refused, reserved, malformed, missing, after, "big-\(id)", "broken-\(id)"]
+            let expected = [partitioned, keyed, refused, reserved, malformed, missing, absent, after, "big-\(id)", "broken-\(id)"]
             #expect(
                 verdicts.read(seconds: 60) { _ in Set(expected).isSubset(of: verdicts.verdictsByJob.keys) },
                 "\(worker.log.suffix(2000))")
@@ -128,6 +133,10 @@ extension LiveStack {
             #expect(message.headers.last?.value == Array("corr-\(id)".utf8))
             #expect(worker.log.contains(#""correlationId":"corr-\#(id)""#), "the unstorable log line names the job")
             try validate([String(decoding: message.value, as: UTF8.self)], schema: "verdict")
+            let dead = try TopicReader(topic: topics.deadLetters)
+            #expect(dead.read(seconds: 20) { !$0.isEmpty })
+            #expect(dead.messages.first?.headers.first { $0.name == "jobId" }?.value == Array(jobId.utf8))
+            try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
         }
 
         /// Guarantee: `attest-worker submit` round-trips a file of valid and rejected jobs through a running
@@ -153,6 +162,7 @@ extension LiveStack {
             let accepted = try file([Jobs.attestation(try Device(), bundleId: bundleId, jobId: "sa-\(id)")])
             defer { for url in [mixed, accepted] { try? FileManager.default.removeItem(at: url) } }
             let submit = ["submit", "--config", config.path, "--reply-topic", replies]
+            try validate((valid + [rejected[1]]).map { String(decoding: $0, as: UTF8.self) }, schema: "job")
 
             let started = Date()
             let lonely = try Stack.run(Stack.binary, submit + [mixed.path, "--timeout", "3"], capture: true)
@@ -190,6 +200,7 @@ extension LiveStack {
             let client = try AttestClient(
                 producerProperties: producerProperties, consumerProperties: properties, jobsTopic: topics.jobs, replyTopic: replies)
             let job = Jobs.attestation(try Device(), bundleId: bundleId, jobId: "cl-\(bundleId.suffix(8))")
+            try validate([String(decoding: job, as: UTF8.self)], schema: "job")
             #expect(throws: AttestClient.Failure.self) { try client.call(job, timeout: .seconds(2)) }
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_REPLY_TOPICS": replies])
             let answer = try client.call(job, timeout: .seconds(60), traceparent: Self.traceparent)
