@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "attest-bench", targets: ["attest-bench"]),
         .library(name: "AttestVerifier", targets: ["AttestVerifier"]),
         .library(name: "AttestMint", targets: ["AttestMint"]),
+        .library(name: "AttestClient", targets: ["AttestClient"]),
     ],
     targets: [
         // C libraries, imported only by the thin wrapper modules that own their objects.
@@ -60,13 +61,15 @@ let package = Package(
                 "KafkaClient", "PostgresClient", "Observability", "Durations", "ConcurrentMap", "Lifecycle"],
             resources: [.copy("Migrations")]
         ),
+        // A backend's client: publish a job with a reply topic of its own, await its verdict (attest-worker submit).
+        .target(name: "AttestClient", dependencies: ["AttestCore", "AttestJobs", "KafkaClient", "Durations"]),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.
         .target(name: "AttestCLI", dependencies: ["AttestJobs", "PostgresClient", "Worker"]),
         // The production binary: the worker and its tools. It links no minting code (AttestMint).
         .executableTarget(
             name: "attest-worker",
-            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "Worker",
-                "DeviceIntelligence", "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
+            dependencies: ["AttestCLI", "AttestClient", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens",
+                "Worker", "DeviceIntelligence", "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
         ),
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
@@ -86,7 +89,7 @@ let package = Package(
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence", "KafkaClient",
+            dependencies: ["AttestClient", "AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence", "KafkaClient",
                 "PostgresClient"]
         ),
         .testTarget(

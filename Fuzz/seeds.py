@@ -134,8 +134,8 @@ def main():
     if len(sys.argv) != 3:
         sys.exit('usage: seeds.py VECTORS_DIR CORPUS_DIR')
     vectors, corpus = sys.argv[1], sys.argv[2]
-    sys.path.insert(0, vectors)
-    from run_vectors import job  # the job line the acceptance check builds for a case
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'cli'))
+    from verify_vectors import job  # the job line the acceptance check builds for a case
     seeds = {t: {} for t in ('cbor', 'authdata', 'asn1', 'certificate', 'receipt', 'attestation', 'assertion', 'job',
                              'token', 'record')}
     seeds['token']['token'] = SEED_TOKEN.encode()

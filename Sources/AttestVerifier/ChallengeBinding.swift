@@ -3,7 +3,7 @@ import AttestCrypto
 
 /// Whether the client data a device signed is bound to the challenge the server issued.
 ///
-/// Attestations (vectors/README.md): `clientDataHash` must be the challenge's bytes or their SHA-256; for a
+/// Attestations (docs/CHECK_ORDER.md): `clientDataHash` must be the challenge's bytes or their SHA-256; for a
 /// base64 challenge its decoded bytes or their SHA-256 also count (Apple's own sample passes the raw
 /// challenge). Assertions (CONTRACT 2): the challenge must occur in `clientData`, or, when only the hash is
 /// given, the hash must be the challenge's SHA-256.

@@ -70,4 +70,9 @@ public enum FailureReason: String, Sendable, CaseIterable {
     case quotaExceeded = "quota_exceeded"
     /// PostgreSQL refuses a value of the job (deterministically, unlike an outage): answered, not stored.
     case unstorable = "unstorable"
+    /// The message is over ATTEST_MAX_MESSAGE_BYTES, but its jobId could be read (``JobFieldScan``): answered
+    /// besides its dead letter, not stored.
+    case messageTooLarge = "message_too_large"
+    /// The message is not valid JSON, but its jobId could be read: answered besides its dead letter, not stored.
+    case malformedJSON = "malformed_json"
 }

@@ -20,6 +20,9 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
     /// publisher must stop retrying it and publish something else in its place. Checked before
     /// `isRetriable`, which says nothing about the message.
     public var rejectsMessage: Bool { Self.messageRejections.contains(code) }
+    /// The destination itself is refused: no such topic or partition, or no right to write to it. Retrying
+    /// the same message there cannot help (a reply to a topic a job named, say).
+    public var refusesDestination: Bool { Self.destinationRejections.contains(code) }
 
     public var description: String {
         let flags = (isFatal ? ", fatal" : "") + (isRetriable ? ", retriable" : "")
@@ -101,6 +104,11 @@ extension KafkaError {
     private static let messageRejections: Set<Int32> = [
         RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE, RD_KAFKA_RESP_ERR_INVALID_MSG,
         RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE, RD_KAFKA_RESP_ERR_INVALID_RECORD, RD_KAFKA_RESP_ERR__BAD_MSG,
+    ].reduce(into: []) { $0.insert($1.rawValue) }
+
+    private static let destinationRejections: Set<Int32> = [
+        RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION,
     ].reduce(into: []) { $0.insert($1.rawValue) }
 
     /// The error librdkafka would report for the raw `rd_kafka_resp_err_t` `code` (a delivery report's, say).

@@ -40,7 +40,8 @@ public final class KafkaProducer: Sendable {
         close(timeoutMs: 0)
     }
 
-    /// Queues one message for `topic` (partitioned by key; no key: librdkafka's sticky partitioning).
+    /// Queues one message for `topic`: on `partition` when given, else partitioned by key (no key:
+    /// librdkafka's sticky partitioning).
     ///
     /// `completion` runs exactly once on the producer's delivery thread with the broker's acknowledgement
     /// (partition, offset) or the final error, after librdkafka's own retries (within
@@ -48,9 +49,11 @@ public final class KafkaProducer: Sendable {
     /// throws, the message was not queued and `completion` never runs: ``KafkaError/Code/queueFull``
     /// (retriable: wait for deliveries, then try again), a fatal error, or ``KafkaError/Code/state`` after
     /// close. Key, value and headers are copied, and an empty key is sent as an empty key, not as none.
-    /// `timestampMs` sets the record's create time (librdkafka's clock when nil).
+    /// `timestampMs` sets the record's create time (librdkafka's clock when nil). A partition the topic does
+    /// not have fails with ``KafkaError/Code/unknownPartition``, here or in the report.
     public func produce(
-        topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])], timestampMs: Int64? = nil,
+        topic: String, partition: Int32? = nil, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])],
+        timestampMs: Int64? = nil,
         completion: @escaping @Sendable (Result<(partition: Int32, offset: Int64), KafkaError>) -> Void
     ) throws(KafkaError) {
         // Under the lock, so `close` cannot purge and destroy between the check and the enqueue, which
@@ -58,7 +61,8 @@ public final class KafkaProducer: Sendable {
         try state.withLock { open throws(KafkaError) in
             guard let client = open?.client else { throw .closed }
             try Self.enqueue(
-                client: client, topic: topic, key: key, value: value, headers: headers, timestampMs: timestampMs,
+                client: client, topic: topic, partition: partition, key: key, value: value, headers: headers,
+                timestampMs: timestampMs,
                 completion: DeliveryCompletion(completion))
         }
     }
@@ -99,8 +103,8 @@ public final class KafkaProducer: Sendable {
     }
 
     private static func enqueue(
-        client: RDKafkaHandle, topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])],
-        timestampMs: Int64?, completion: DeliveryCompletion
+        client: RDKafkaHandle, topic: String, partition: Int32?, key: [UInt8]?, value: [UInt8],
+        headers: [(name: String, value: [UInt8])], timestampMs: Int64?, completion: DeliveryCompletion
     ) throws(KafkaError) {
         let headerList = headers.isEmpty ? nil : RDKafkaHeaders(headers)
         // Released by the delivery report, or below when the message is not queued.
@@ -109,7 +113,7 @@ public final class KafkaProducer: Sendable {
             withBytes(key) { keyStart, keyCount in
                 withBytes(value) { valueStart, valueCount in
                     var fields: [rd_kafka_vu_t] = []
-                    fields.reserveCapacity(7)
+                    fields.reserveCapacity(8)
                     var field = rd_kafka_vu_t()
                     field.vtype = RD_KAFKA_VTYPE_TOPIC
                     field.u.cstr = topic
@@ -136,6 +140,12 @@ public final class KafkaProducer: Sendable {
                     field.vtype = RD_KAFKA_VTYPE_OPAQUE
                     field.u.ptr = opaque
                     fields.append(field)
+                    if let partition {
+                        field = rd_kafka_vu_t()
+                        field.vtype = RD_KAFKA_VTYPE_PARTITION
+                        field.u.i32 = partition
+                        fields.append(field)
+                    }
                     if let timestampMs {
                         field = rd_kafka_vu_t()
                         field.vtype = RD_KAFKA_VTYPE_TIMESTAMP

@@ -9,6 +9,7 @@ let usage = """
       core                 measure the verification core against raw OpenSSL verify rates
       pipeline             measure the worker end to end on the broker and PostgreSQL (ops/bench)
       soak                 a steady load for minutes: memory, backlog and warnings over time (ops/soak)
+      demo-jobs            a test PKI's trust anchors and a stream of minted jobs (ops/run --demo)
       help                 show this text
 
     Run `attest-bench <command> --help` for a command's options.
@@ -19,6 +20,7 @@ Tool.main(name: "attest-bench", usage: usage) { command, arguments in
     case "core": try CoreBenchmark.main(arguments)
     case "pipeline": try PipelineBenchmark.main(arguments)
     case "soak": try SoakBenchmark.main(arguments)
+    case "demo-jobs": try DemoJobs.main(arguments)
     default: nil
     }
 }

@@ -150,7 +150,7 @@ enum RunCommand: Subcommand {
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
                 threads: configuration.workers, tokenSigner: configuration.tokenSigner,
-                outboundBudget: configuration.outboundBudget),
+                outboundBudget: configuration.outboundBudget, replyTopics: configuration.replyTopics),
             metrics: metrics, logger: logger)]
         for lane in 1..<configuration.batchLanes {
             let laneConnection = reconnecting("lane-\(lane)")

@@ -12,6 +12,7 @@ let usage = """
       app key add|list|revoke   API keys for challenge issuance, per app
       challenge new        issue a challenge for an app whose challenges the worker manages
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
+      submit [FILE]        publish jobs (JSON lines) to a running worker and print each verdict
       mad                  monthly active devices per app and month (billing)
       token jwks|verify    print the verdict-token key set, or check a verdict token
       help                 show this text
@@ -27,6 +28,7 @@ Tool.main(name: "attest-worker", usage: usage) { command, arguments in
     case "app": try AppCommand.main(arguments)
     case "challenge": try ChallengeCommand.main(arguments)
     case "verify": try VerifyCommand.main(arguments)
+    case "submit": try SubmitCommand.main(arguments)
     case "token": try TokenCommand.main(arguments)
     case "mad": try MadCommand.main(arguments)
     case "bench": throw Arguments.UsageError(description: "bench is its own executable now: attest-bench core|pipeline|soak")

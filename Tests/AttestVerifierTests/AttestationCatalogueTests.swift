@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// The attestation negative catalogue: a valid minted object with exactly one thing broken, one test per
-/// rule, each asserting the code and reason of vectors/README.md.
+/// rule, each asserting the code and reason of docs/CHECK_ORDER.md.
 @Suite struct AttestationCatalogueTests {
     typealias F = MintFixture
 

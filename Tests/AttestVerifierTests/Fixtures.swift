@@ -41,7 +41,7 @@ enum Fixtures {
         return result
     }()
 
-    /// The job line `run_vectors.py` builds for a case.
+    /// The job line `Tests/cli/verify_vectors.py` builds for a case.
     static func job(for c: JSONValue) -> JSONValue {
         var m: [(String, JSONValue)] = [
             ("jobId", c["name"]!), ("kind", c["kind"]!), ("teamId", c["teamId"]!), ("bundleId", c["bundleId"]!),

@@ -18,6 +18,7 @@ import Testing
         .challengeExpired: false, .challengeAlreadyUsed: false, .receivedAtOutOfRange: false, .tooLarge: false,
         .missingField: false, .invalidField: false, .unknownApp: false, .quotaExceeded: false, .jobIdReused: false,
         .unstorable: false, .challengeNotYetIssued: false, .receivedAtBrokerMismatch: false,
+        .messageTooLarge: false, .malformedJSON: false,
     ]
 
     @Test func everyReasonIsClassified() {

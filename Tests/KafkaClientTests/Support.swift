@@ -18,7 +18,7 @@ struct ScenarioError: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Settings that make group joins and fetches quick (notes/STACK.md). The mock cluster waits up to
+/// Settings that make group joins and fetches quick. The mock cluster waits up to
 /// `session.timeout.ms` - 1 s for the members of a rebalance, hence the short session by default.
 func consumerProperties(
     _ bootstrap: String, group: String, autoCommit: Bool = false, sessionTimeoutMs: Int = 3000

@@ -38,7 +38,7 @@ def main():
     for args in (['verify', '--help'], ['help']):
         p = run(binary, args)
         check(p.returncode == 0 and 'usage' in p.stdout, f'{args}: no usage text')
-    for args in (['core', '--help'], ['pipeline', '--help'], ['soak', '--help'], ['help']):
+    for args in (['core', '--help'], ['pipeline', '--help'], ['soak', '--help'], ['demo-jobs', '--help'], ['help']):
         p = run(bench, args)
         check(p.returncode == 0 and 'usage' in p.stdout, f'attest-bench {args}: no usage text')
     for program, args in ((binary, ['bench', '--help']), (binary, ['bench', 'core']), (bench, ['nosuchcommand']),

@@ -7,7 +7,7 @@ usage: test_schemas.py PATH/TO/attest-worker
 2. Hand-written positive and negative messages for each schema (the if/then rules, enums, formats).
 3. The base64 patterns agree with a strict decoder written like the worker's (AttestCore Base64.decode)
    on a few thousand encodings and mutations.
-4. The shared vectors, as job lines built by Tests/Fixtures/vectors/run_vectors.py's job(): every job
+4. The shared vectors, as job lines built by Tests/cli/verify_vectors.py's job(): every job
    line validates (except those the vectors make malformed on purpose), and every verdict line that
    `attest-worker verify` prints for them validates against verdict.schema.json and uses only members
    the schema declares (so the schema cannot fall behind Verdict.json).
@@ -347,7 +347,7 @@ def check_verdict(verdict, origin):
 
 
 def load_run_vectors():
-    spec = importlib.util.spec_from_file_location("run_vectors", os.path.join(VECTORS, "run_vectors.py"))
+    spec = importlib.util.spec_from_file_location("verify_vectors", os.path.join(REPO, "Tests", "cli", "verify_vectors.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -4,7 +4,7 @@
 usage: test_tokens.py PATH/TO/attest-worker
 
 Keys come from `openssl` (PKCS#8 and SEC1); accepted vector lines go through `attest-worker verify
---token-key` exactly as Tests/Fixtures/vectors/run_vectors.py builds them. Each token must verify with PyJWT
+--token-key` exactly as Tests/cli/verify_vectors.py builds them. Each token must verify with PyJWT
 against the PEM public key and against the JWKS from `attest-worker token jwks` (kids are RFC 7638
 thumbprints), carry the documented claims, and `attest-worker token verify` must answer 0 for a good
 token and 1 with the reason for a changed signature byte, a high-S signature (every issued one is low-S),
@@ -32,9 +32,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.path.normpath(os.path.join(HERE, "..", "Fixtures", "vectors"))
 # P-256's group order: s and n - s both verify, so the worker issues s <= n/2 only.
 P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
-sys.path.insert(0, VECTORS)
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 sys.path.insert(0, os.path.join(HERE, "..", "schemas"))
-import run_vectors  # noqa: E402  (job lines exactly as the vector runner builds them)
+import verify_vectors  # noqa: E402  (job lines exactly as the vector runner builds them)
 import validate  # noqa: E402  (verdict.schema.json stays the source of truth for token and expiresAt)
 
 failures = []
@@ -81,7 +81,7 @@ def make_keys(tmp):
 
 def accepted_cases():
     """The valid production attestation and the first accepted assertion of the synthetic vectors."""
-    cases = run_vectors.load([VECTORS])
+    cases = verify_vectors.load([VECTORS])
     picked = [c for c in cases if c["name"] == "att_valid_production"]
     picked += [c for c in cases if c["kind"] == "assertion" and c["expect"]["ok"]][:1]
     check(len(picked) == 2, f"expected an accepted attestation and assertion vector, found {len(picked)}")
@@ -96,7 +96,7 @@ def verify_lines(binary, tmp, cases, *flags):
         att, rec = os.path.join(tmp, "att.pem"), os.path.join(tmp, "rec.pem")
         open(att, "w").write(anchors["attestationRoot"])
         open(rec, "w").write(anchors["receiptRoot"])
-        job = run_vectors.job(c)
+        job = verify_vectors.job(c)
         if c["kind"] == "attestation":
             job["deviceId"] = "device-" + c["name"]
         p = run(binary, ["verify", "--environment", c["environment"], "--trust-anchor", att,

@@ -1,4 +1,4 @@
-/// The CBOR assertion `{signature, authenticatorData}` (vectors/README.md assertion step 2).
+/// The CBOR assertion `{signature, authenticatorData}` (docs/CHECK_ORDER.md assertion step 2).
 public struct AssertionObject: Sendable {
     public enum Failure: Error, Sendable, Equatable {
         case malformed(String)

@@ -1,5 +1,5 @@
 /// The CBOR attestation object `{fmt, attStmt: {x5c, receipt}, authData}`, structurally checked
-/// (vectors/README.md attestation step 1). The certificates and the receipt stay bytes here; the verifier
+/// (docs/CHECK_ORDER.md attestation step 1). The certificates and the receipt stay bytes here; the verifier
 /// parses and checks them in their own steps.
 public struct AttestationObject: Sendable {
     public static let appleFormat = "apple-appattest"

@@ -1,5 +1,5 @@
 /// Why authenticator data cannot be used; the two cases map onto the reasons `malformed_cbor` and
-/// `trailing_data` of vectors/README.md.
+/// `trailing_data` of docs/CHECK_ORDER.md.
 public enum AuthenticatorDataError: Error, Sendable, Equatable {
     /// Too short, a required part missing or malformed (including the COSE key).
     case malformed(String)

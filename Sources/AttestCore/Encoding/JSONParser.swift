@@ -9,7 +9,7 @@ enum JSONParser {
         return p.i == bytes.count ? value : nil
     }
 
-    private struct Cursor {
+    struct Cursor {
         let bytes: [UInt8]
         let maxDepth: Int
         var i = 0

@@ -1,10 +1,12 @@
 import AttestCore
 import AttestCrypto
+import AttestVerifier
 import KafkaRecords
 
 /// A Kafka message that is not a job (too large, not JSON, no jobId), as published to the dead-letter topic
 /// with the reason and as much of its original bytes as fits (Schemas/deadletter.schema.json). It gets no
-/// verdict.
+/// verdict, unless its jobId could be read (``answer``): then a job_invalid verdict follows it, so the
+/// backend that sent it is answered.
 ///
 /// Whatever the original (a key or value of any size, a timestamp of any 64-bit value), the envelope stays
 /// within the bytes it is given: key and value are inlined up to what is left after the fixed members, and
@@ -17,15 +19,27 @@ public struct DeadLetter: Sendable {
 
     public let reason: Reason
     public let message: String
-    /// Set for a job PostgreSQL refused to store, which is answered by a verdict as well (a classified
-    /// jobId: at most 256 bytes).
+    /// Set for a message that is answered by a verdict as well: a job PostgreSQL refused to store, or one
+    /// that is too large or not JSON but whose jobId could be read (a usable jobId: at most 256 bytes).
     public let jobId: String?
+    /// For a message too large or not JSON whose jobId could be read: what it names and the rejection its
+    /// verdict carries (published besides the dead letter, never stored).
+    public let answer: (fields: JobFieldScan, failure: VerificationFailure)?
 
     /// `message` is cut to ``maxMessageBytes`` (it may quote an error from elsewhere).
     public init(reason: Reason, message: String, jobId: String? = nil) {
         self.reason = reason
         self.message = Self.prefix(message, bytes: Self.maxMessageBytes)
         self.jobId = jobId
+        answer = nil
+    }
+
+    /// The dead letter of a message that is no job but names a usable jobId, answered with `failure`.
+    public init(reason: Reason, message: String, answering fields: JobFieldScan, with failure: VerificationFailure) {
+        self.reason = reason
+        self.message = Self.prefix(message, bytes: Self.maxMessageBytes)
+        jobId = fields.jobId
+        answer = (fields, failure)
     }
 
     public static let maxMessageBytes = 512

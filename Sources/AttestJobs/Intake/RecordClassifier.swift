@@ -2,7 +2,8 @@ import AttestCore
 import AttestVerifier
 import KafkaRecords
 
-/// What a consumed record is, decided from its bytes alone: not a job (a dead letter, no verdict), a job
+/// What a consumed record is, decided from its bytes alone: not a job (a dead letter, answered by a verdict
+/// as well when its jobId could still be read: ``DeadLetter/answer``), a job
 /// whose fields cannot be used (a job_invalid verdict under its jobId, scoped by the app it names when that
 /// pair is valid, else by ``AppIdentity/none``), or a job to decide.
 public enum RecordClass: Sendable {
@@ -25,14 +26,18 @@ public struct RecordClassifier: Sendable {
 
     public func classify(_ record: KafkaMessage) -> RecordClass {
         guard record.valueBytes <= maxMessageBytes, record.valueSha256 == nil else {
-            return .deadLetter(DeadLetter(reason: .tooLarge, message: "message over \(maxMessageBytes) bytes"))
+            let text = "message over \(maxMessageBytes) bytes"
+            let failure = VerificationFailure(.jobInvalid, .messageTooLarge, "the message is over \(maxMessageBytes) bytes")
+            return .deadLetter(Self.answering(record, DeadLetter.Reason.tooLarge, text, failure))
         }
-        guard let json = JSONValue.parse(record.value), case .object = json else {
+        guard let json = JSONValue.parse(record.value) else {
+            let failure = VerificationFailure(.jobInvalid, .malformedJSON, "the message is not valid JSON")
+            return .deadLetter(Self.answering(record, .jobInvalid, "not a JSON object", failure))
+        }
+        guard case .object = json else {
             return .deadLetter(DeadLetter(reason: .jobInvalid, message: "not a JSON object"))
         }
-        guard case .string(let jobId)? = json["jobId"], !jobId.isEmpty, jobId.utf8.count <= Self.maxJobIdBytes,
-            !jobId.utf8.contains(0)
-        else {
+        guard case .string(let jobId)? = json["jobId"], Self.usable(jobId) else {
             return .deadLetter(
                 DeadLetter(reason: .jobInvalid, message: "no usable jobId (a string of 1 to \(Self.maxJobIdBytes) bytes)"))
         }
@@ -47,5 +52,20 @@ public struct RecordClassifier: Sendable {
             }
             return .invalidJob(jobId: jobId, app: app, invalid.failure)
         }
+    }
+
+    /// A jobId a verdict can be stored and keyed under: 1 to ``maxJobIdBytes`` bytes, no NUL.
+    static func usable(_ jobId: String) -> Bool {
+        !jobId.isEmpty && jobId.utf8.count <= maxJobIdBytes && !jobId.utf8.contains(0)
+    }
+
+    /// The dead letter of a record that is no job, answered with `failure` when a bounded scan of what the
+    /// consumer kept of it finds a usable jobId (``JobFieldScan``).
+    static func answering(
+        _ record: KafkaMessage, _ reason: DeadLetter.Reason, _ text: String, _ failure: VerificationFailure
+    ) -> DeadLetter {
+        let fields = JobFieldScan(record.value)
+        guard let jobId = fields.jobId, usable(jobId) else { return DeadLetter(reason: reason, message: text) }
+        return DeadLetter(reason: reason, message: text, answering: fields, with: failure)
     }
 }

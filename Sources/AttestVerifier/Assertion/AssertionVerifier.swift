@@ -1,7 +1,7 @@
 import AttestCore
 import AttestCrypto
 
-/// Decides one assertion in the order of vectors/README.md: decode, parse, known key, then the checks
+/// Decides one assertion in the order of docs/CHECK_ORDER.md: decode, parse, known key, then the checks
 /// (signature, rpIdHash, counter); the first failure decides.
 public struct AssertionVerifier: Sendable {
     public let limits: VerifierLimits

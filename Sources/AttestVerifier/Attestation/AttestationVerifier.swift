@@ -2,7 +2,7 @@ import AttestCore
 import AttestCrypto
 
 /// Decides one attestation: accepted with the verified key and receipt, or rejected with the first
-/// failing step's code and reason, in the order of vectors/README.md.
+/// failing step's code and reason, in the order of docs/CHECK_ORDER.md.
 public struct AttestationVerifier: Sendable {
     public let trust: TrustConfiguration
     public let limits: VerifierLimits

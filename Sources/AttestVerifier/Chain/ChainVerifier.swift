@@ -2,7 +2,7 @@ import AttestCore
 import AttestCrypto
 
 /// Verifies `leaf ← intermediates… ← anchor` with OpenSSL's ECDSA over the exact TBS bytes, in the order
-/// RFC 5280 and vectors/README.md require: names chain, every signature verifies, each issuer is a CA
+/// RFC 5280 and docs/CHECK_ORDER.md require: names chain, every signature verifies, each issuer is a CA
 /// allowed to sign (basicConstraints, pathLen, keyUsage), no certificate carries a critical extension we
 /// do not process; only then validity periods, inclusive at both ends, at the given time.
 public struct ChainVerifier: Sendable {

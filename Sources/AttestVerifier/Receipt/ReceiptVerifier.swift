@@ -1,7 +1,7 @@
 import AttestCore
 import AttestCrypto
 
-/// Verifies the receipt embedded in an attestation (vectors/README.md step 11): BER CMS SignedData with one
+/// Verifies the receipt embedded in an attestation (docs/CHECK_ORDER.md step 11): BER CMS SignedData with one
 /// signer, ECDSA-SHA256 over eContent (or over DER signed attributes bound to it by messageDigest), the
 /// signer chained through the CMS-supplied certificates to the pinned receipt root, the signer carrying
 /// Apple's marker extension, and the payload naming this app, this key and type ATTEST.

@@ -20,6 +20,7 @@ public enum FailureEvidence {
         case .unknownApp: false  // an app that is not registered: says nothing of any of its devices
         case .jobIdReused: false  // a jobId the sender chose again for other content
         case .unstorable: false  // a value the database refuses: the sender's bytes
+        case .messageTooLarge, .malformedJSON: false  // the sender's bytes, never read as a job
         case .quotaExceeded: false  // the app's monthly limit, not the device
         // Challenges: the binding is checked before any signature or chain, so anyone can fail it.
         case .challengeUnknown: false  // a challenge the worker never issued

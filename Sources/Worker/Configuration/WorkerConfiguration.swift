@@ -70,6 +70,9 @@ public struct WorkerConfiguration: Sendable {
     /// The producer's `message.max.bytes` (from ATTEST_KAFKA_PROPERTIES, else librdkafka's default), which
     /// every verdict and dead letter stays within.
     public var outboundBudget: OutboundBudget
+    /// ATTEST_REPLY_TOPICS: the topics a job's `reply-to` may name (none by default); the worker's own
+    /// topics are never among them.
+    public var replyTopics: ReplyTopics
 
     /// The key set to serve for verdict tokens (`{"keys": []}` without keys, so clients get an answer).
     public var jwksJSON: String { (tokenSigner?.jwks ?? JWKS(keys: [])).json.serialized() }
@@ -86,6 +89,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_ASSERTION_JOBS_TOPIC", "", false),
         ("ATTEST_VERDICTS_TOPIC", "appattest.verdicts", false),
         ("ATTEST_DEADLETTER_TOPIC", "appattest.deadletter", false),
+        ("ATTEST_REPLY_TOPICS", "", false),
         ("ATTEST_CONSUMER_GROUP", "attest-worker", false),
         ("ATTEST_KAFKA_PROPERTIES", "", true),
         ("ATTEST_MAX_JOB_AGE", "86400", false),
@@ -198,7 +202,10 @@ public struct WorkerConfiguration: Sendable {
             httpMaxBodyBytes: reader.integer("ATTEST_HTTP_MAX_BODY_BYTES", min: 1024),
             httpMaxHeaderBytes: reader.integer("ATTEST_HTTP_MAX_HEADER_BYTES", min: 4096),
             tokenSigner: reader.tokenSigner("ATTEST_TOKEN_KEYS", issuer: "ATTEST_TOKEN_ISSUER"),
-            outboundBudget: reader.outboundBudget("ATTEST_KAFKA_PROPERTIES"))
+            outboundBudget: reader.outboundBudget("ATTEST_KAFKA_PROPERTIES"),
+            replyTopics: reader.replyTopics(
+                "ATTEST_REPLY_TOPICS",
+                reserved: ["ATTEST_JOBS_TOPIC", "ATTEST_ASSERTION_JOBS_TOPIC", "ATTEST_VERDICTS_TOPIC", "ATTEST_DEADLETTER_TOPIC"]))
         if configuration.httpMaxConnectionsPerIP > configuration.httpMaxConnections {
             reader.problems.append("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP must not exceed ATTEST_HTTP_MAX_CONNECTIONS")
         }
@@ -266,6 +273,16 @@ public struct WorkerConfiguration: Sendable {
                 return .standard
             }
             return budget
+        }
+
+        /// The reply allow-list; the topics the `reserved` settings name are never allowed.
+        mutating func replyTopics(_ name: String, reserved: [String]) -> ReplyTopics {
+            do {
+                return try ReplyTopics(parsing: values[name] ?? "", reserved: reserved.compactMap { values[$0] }.filter { !$0.isEmpty })
+            } catch {
+                problems.append("\(name): \(error)")
+                return .none
+            }
         }
 
         /// Empty means unset (nil).

@@ -21,6 +21,7 @@ public final class WorkerMetrics: Sendable {
     let errors: Counter
     let publishRetries: Counter
     let publishRefused: Counter
+    let repliesRefused: Counter
     let inFlight: Gauge
     let lag: Gauge
     let issuerCache: Counter
@@ -62,6 +63,10 @@ public final class WorkerMetrics: Sendable {
             "attest_publish_refused_total",
             help: "Messages the broker refused for good (too large, invalid), replaced by their smallest dead letter.",
             labelNames: ["error"])
+        repliesRefused = registry.counter(
+            "attest_replies_refused_total",
+            help: "Verdict replies not sent: reply-to not allowed or malformed, or refused by the broker (no such topic or partition).",
+            labelNames: ["reason"])
         inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
         lag = registry.gauge("attest_consumer_lag", help: "Messages behind the high watermark, per partition.", labelNames: ["partition"])
         issuerCache = registry.counter(

@@ -31,13 +31,16 @@ public final class BatchProcessor: Sendable {
         public var tokenSigner: TokenSigner?
         /// What every published message stays within (the producer's `message.max.bytes`).
         public var outboundBudget: OutboundBudget = .standard
+        /// ATTEST_REPLY_TOPICS: where a job's `reply-to` may send a copy of its verdict.
+        public var replyTopics: ReplyTopics = .none
 
         public init(
             verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = 256 * 1024,
             admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2,
-            tokenSigner: TokenSigner? = nil, outboundBudget: OutboundBudget = .standard
+            tokenSigner: TokenSigner? = nil, outboundBudget: OutboundBudget = .standard, replyTopics: ReplyTopics = .none
         ) {
             self.outboundBudget = outboundBudget
+            self.replyTopics = replyTopics
             self.verdictsTopic = verdictsTopic
             self.deadLetterTopic = deadLetterTopic
             self.maxMessageBytes = maxMessageBytes
@@ -165,12 +168,21 @@ public final class BatchProcessor: Sendable {
 
     // MARK: Classifying
 
-    /// Size and JSON first (``RecordClassifier``): what is not a job becomes a dead letter (no verdict); a job
-    /// with a jobId but unusable fields is decided job_invalid and stored like any other.
+    /// Size and JSON first (``RecordClassifier``): what is not a job becomes a dead letter (followed by a
+    /// job_invalid verdict, published but not stored, when its jobId could still be read); a job with a jobId
+    /// but unusable fields is decided job_invalid and stored like any other.
     private func classify(_ message: KafkaMessage, at position: Int, now: Timestamp) -> Classified {
         switch RecordClassifier(maxMessageBytes: settings.maxMessageBytes).classify(message) {
         case .deadLetter(let letter):
-            return .deadLetter(deadLetter(message, letter, now))
+            var out = deadLetter(message, letter, now)
+            if let answer = letter.answer, let jobId = letter.jobId {
+                var rejection = verifier.rejection(jobId: jobId, answer.failure, at: now)
+                (rejection.teamId, rejection.bundleId, rejection.keyId) = (answer.fields.teamId, answer.fields.bundleId, answer.fields.keyId)
+                let key = answer.fields.keyId.map { OutboundBudget.key(Array($0.utf8)) }
+                    ?? OutboundBudget.key(message.key, sha256: message.keySha256)
+                out.then = [verdict(message, jobId: jobId, key: key, json: rejection.json.serialized())]
+            }
+            return .deadLetter(out)
         case .invalidJob(let jobId, let app, let failure):
             return .job(
                 JobEntry(
@@ -241,10 +253,47 @@ public final class BatchProcessor: Sendable {
     private func verdict(_ entry: JobEntry, json: String) -> Outbound {
         let key = entry.job.map { OutboundBudget.key(Array($0.keyId.utf8)) }
             ?? OutboundBudget.key(entry.message.key, sha256: entry.message.keySha256)
-        return Outbound(
-            source: entry.message.topicPartition, sourceOffset: entry.message.offset, topic: settings.verdictsTopic,
-            key: key, value: Array(json.utf8), headers: [("jobId", Array(entry.jobId.utf8))], original: entry.message,
-            kind: .verdict)
+        return verdict(entry.message, jobId: entry.jobId, key: key, json: json)
+    }
+
+    /// The verdict on the verdicts topic, with the jobId and the job's valid `correlation-id`, `traceparent`
+    /// and `tracestate` headers (``JobHeaders``), then the same message on the job's reply topic when it named
+    /// an allowed one. Routing reads only the consumed message's headers, never the decision: a redelivery
+    /// is answered where its own headers say.
+    private func verdict(_ message: KafkaMessage, jobId: String, key: [UInt8]?, json: String) -> Outbound {
+        let job = JobHeaders(message.headers)
+        let headers = [(name: JobHeaders.jobId, value: Array(jobId.utf8))] + job.passedOn
+        var out = Outbound(
+            source: message.topicPartition, sourceOffset: message.offset, topic: settings.verdictsTopic,
+            key: key, value: Array(json.utf8), headers: headers, original: message, kind: .verdict)
+        if let (topic, partition) = replyRoute(job, jobId: jobId) {
+            out.then = [Outbound(
+                source: message.topicPartition, sourceOffset: message.offset, topic: topic, partition: partition,
+                key: key, value: out.value, headers: headers, original: message, kind: .reply)]
+        }
+        return out
+    }
+
+    /// The reply topic (and partition) a job asked for when ATTEST_REPLY_TOPICS allows it; nil otherwise,
+    /// and a reply-to that is refused (not allowed, malformed) is logged and counted: its verdict still goes
+    /// to the verdicts topic.
+    private func replyRoute(_ job: JobHeaders, jobId: String) -> (topic: String, partition: Int32?)? {
+        let (reason, detail): (String, String)
+        switch job.reply {
+        case .none:
+            return nil
+        case .topic(let topic, let partition) where settings.replyTopics.allows(topic):
+            return (topic, partition)
+        case .topic(let topic, _):
+            (reason, detail) = ("not_allowed", "\(topic) is not in ATTEST_REPLY_TOPICS")
+        case .malformed(let why):
+            (reason, detail) = ("malformed", why)
+        }
+        metrics?.repliesRefused.labels([reason]).increment()
+        logger?.warning("no reply: the job's reply-to is refused", [
+            ("jobId", .string(jobId)), ("reason", .string(reason)), ("detail", .string(detail)),
+        ] + job.logFields)
+        return nil
     }
 
     // MARK: Apps
@@ -308,7 +357,7 @@ public final class BatchProcessor: Sendable {
         logger?.warning("jobId reused with other content; the first decision stands", [
             ("jobId", .string(entry.jobId)), ("topic", .string(entry.message.topic)),
             ("partition", .int(Int64(entry.message.partition))), ("offset", .int(entry.message.offset)),
-        ])
+        ] + JobHeaders(entry.message.headers).logFields)
         return verdict(entry, json: refusal.json.serialized())
     }
 

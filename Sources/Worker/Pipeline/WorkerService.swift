@@ -286,7 +286,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                     logger.error("the database refused a job; answered unstorable and dead-lettered", [
                         ("topic", .string(message.topic)), ("partition", .int(Int64(message.partition))),
                         ("offset", .int(message.offset)), ("error", .string(error.description)),
-                    ])
+                    ] + JobHeaders(message.headers).logFields)
                     return [processor.unstorable(message, error)]
                 case .permanent:
                     let middle = batch.startIndex + batch.count / 2
@@ -332,20 +332,17 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         var queueBackoff = Backoff(initial: .milliseconds(5), cap: .milliseconds(500))
         while true {
             do {
-                try producer.produce(topic: out.topic, key: out.key, value: out.value, headers: out.headers) { [self] result in
+                try producer.produce(
+                    topic: out.topic, partition: out.partition, key: out.key, value: out.value, headers: out.headers
+                ) { [self] result in
                     switch result {
-                    case .success where !out.then.isEmpty:
-                        var chained = out.then[0]
-                        chained.then += out.then.dropFirst()
-                        let next = chained
-                        // Not from the delivery callback: a full queue would wait for this very thread.
-                        deferred.submit { [self] in publish(next) }
-                    case .success: finished(out)
+                    case .success: delivered(out)
                     case .failure(let error): deliveryFailed(out, error, retry: retry)
                     }
                 }
                 return
             } catch {
+                if case .reply = out.kind, error.rejectsMessage || error.refusesDestination { return replyRefused(out, error) }
                 if error.rejectsMessage { return refused(out, error) }
                 if error.isFatal || error.code == KafkaError.Code.state {
                     if error.isFatal {
@@ -366,10 +363,34 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         }
     }
 
+    /// `out` is acknowledged: the next of its chain is published, or the last one finishes the offset.
+    private func delivered(_ out: Outbound) {
+        guard !out.then.isEmpty else { return finished(out) }
+        var chained = out.then[0]
+        chained.then += out.then.dropFirst()
+        let next = chained
+        // Not from the delivery callback: a full queue would wait for this very thread.
+        deferred.submit { [self] in publish(next) }
+    }
+
+    /// A reply the broker refuses (no such topic or partition, not allowed to write, too large): skipped,
+    /// logged and counted, never retried nor replaced, so a job naming a bad destination cannot hold its
+    /// partition; its verdict is already on the verdicts topic.
+    private func replyRefused(_ out: Outbound, _ error: KafkaError) {
+        metrics.repliesRefused.labels(["refused"]).increment()
+        let jobId = out.headers.first { $0.name == JobHeaders.jobId }.map { String(decoding: $0.value, as: UTF8.self) } ?? ""
+        logger.warning("no reply: the broker refused it", [
+            ("jobId", .string(jobId)), ("topic", .string(out.topic)), ("partition", out.partition.map { .int(Int64($0)) } ?? .null),
+            ("error", .string(error.description)),
+        ] + JobHeaders(out.original.headers).logFields)
+        delivered(out)
+    }
+
     /// A delivery report's failure (on the producer's thread, which must not wait): refused for good, given
     /// up because the producer is closing, or produced again after a capped backoff.
     private func deliveryFailed(_ out: Outbound, _ error: KafkaError, retry: Backoff) {
         metrics.errors.labels(["producer"]).increment()
+        if case .reply = out.kind, error.rejectsMessage || error.refusesDestination { return replyRefused(out, error) }
         if error.rejectsMessage { return refused(out, error) }
         if error.code == KafkaError.Code.purgedQueue || error.code == KafkaError.Code.purgedInFlight { return }
         metrics.publishRetries.labels([error.name]).increment()
@@ -379,7 +400,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         logger.warning("delivery failed; producing again", [
             ("error", .string(error.description)), ("delayMs", .int(Int64(delay * 1000))),
             ("topic", .string(out.topic)),
-        ])
+        ] + JobHeaders(out.original.headers).logFields)
         deferred.submit(after: .seconds(delay)) { [self] in publish(out, retry: retry) }
     }
 
@@ -391,7 +412,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             ("error", .string(error.description)), ("topic", .string(out.topic)), ("bytes", .int(Int64(out.value.count))),
             ("sourceTopic", .string(out.source.topic)), ("sourcePartition", .int(Int64(out.source.partition))),
             ("sourceOffset", .int(out.sourceOffset)),
-        ]
+        ] + JobHeaders(out.original.headers).logFields
         if case .smallestDeadLetter = out.kind {
             logger.error("the broker refused the smallest dead letter; the message is skipped", fields)
             finished(out)

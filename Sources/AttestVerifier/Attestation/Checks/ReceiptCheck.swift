@@ -1,6 +1,6 @@
 import AttestCore
 /// The receipt: present, a CMS object signed by Apple's receipt signer under the pinned root, for this
-/// app, this key and type ATTEST (vectors/README.md step 11).
+/// app, this key and type ATTEST (docs/CHECK_ORDER.md step 11).
 struct ReceiptCheck: AttestationCheck {
     func evaluate(_ context: inout AttestationContext) -> VerificationFailure? {
         guard case .bytes(let der)? = context.object.receipt else {
