@@ -42,7 +42,8 @@ let package = Package(
         // Job and verdict JSON shared by the offline verifier and the worker (the verdict carries the device's
         // intelligence); classification of consumed records and their dead letters.
         .target(
-            name: "AttestJobs", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "DeviceIntelligence", "KafkaRecords"]
+            name: "AttestJobs",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "DeviceIntelligence", "KafkaRecords"]
         ),
         // Verdict tokens: ES256 JWTs on accepted verdicts, the signing key ring, the JWKS, and their verifier.
         .target(name: "AttestTokens", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs"]),

@@ -1,7 +1,6 @@
 import AttestCore
 import AttestCrypto
 import AttestJobs
-import AttestVerifier
 
 /// Checks verdict tokens against a key set: the relying party's side, used by `token verify` and tests.
 /// Every input is hostile: the token is size-bounded, parsed strictly, and its signature is checked

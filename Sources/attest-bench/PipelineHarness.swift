@@ -1,6 +1,5 @@
 import AttestCore
 import AttestCrypto
-import AttestVerifier
 import Dispatch
 import Foundation
 import KafkaClient

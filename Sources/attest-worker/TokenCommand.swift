@@ -2,7 +2,6 @@ import AttestCLI
 import AttestCore
 import AttestJobs
 import AttestTokens
-import AttestVerifier
 import Foundation
 
 /// `attest-worker token jwks|verify`: publishes the key set for verdict tokens and checks a token the way
