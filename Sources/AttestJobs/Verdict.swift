@@ -4,11 +4,25 @@ import DeviceIntelligence
 
 /// The decision on one job, as published to the results topic and printed by `verify` (CONTRACT 2).
 public struct Verdict: Sendable {
+    /// The verdict schema's version (`schemaVersion`): 2 added it, `subjectId`, `receivedAt` and the
+    /// analytics metadata. Bumped by one whenever the verdict gains members, so a consumer can tell which
+    /// optional members it may expect; members are never removed or retyped (Schemas/README.md).
+    public static let schemaVersion: Int64 = 2
+    /// The job's metadata echoed for analytics, in this order (each already bounded by the job's parser).
+    public static let analyticsFields = ["deviceModel", "osVersion", "appVersion", "appBuildNumber", "platform"]
+
     public var jobId: String?
     public var kind: Job.Kind?
     public var keyId: String?
     public var teamId: String?
     public var bundleId: String?
+    /// The job's `subjectId` (the backend's user or account), echoed in the verdict, its token and its
+    /// device intelligence so the backend needs no lookup of its own.
+    public var subjectId: String?
+    /// The job's `receivedAt`, when the job could be read.
+    public var receivedAt: Timestamp?
+    /// The job's values of ``analyticsFields`` that it carried.
+    public var analytics: [String: String] = [:]
     public var failure: VerificationFailure?
     public var environment: AppAttestEnvironment?
     public var counter: UInt32?
@@ -35,6 +49,9 @@ public struct Verdict: Sendable {
         keyId = job?.keyId
         teamId = job?.teamId
         bundleId = job?.bundleId
+        subjectId = job?.metadata["subjectId"]
+        receivedAt = job?.receivedAt
+        analytics = job?.metadata.filter { Self.analyticsFields.contains($0.key) } ?? [:]
         self.verifiedAt = verifiedAt
     }
 
@@ -46,6 +63,8 @@ public struct Verdict: Sendable {
         m.append(("teamId", teamId.map(JSONValue.string) ?? .null))
         m.append(("bundleId", bundleId.map(JSONValue.string) ?? .null))
         m.append(("ok", .bool(ok)))
+        m.append(("schemaVersion", .int(Self.schemaVersion)))
+        if let subjectId { m.append(("subjectId", .string(subjectId))) }
         if let failure {
             m.append(("code", .string(failure.code.rawValue)))
             m.append(("reason", .string(failure.reason.rawValue)))
@@ -57,6 +76,10 @@ public struct Verdict: Sendable {
         }
         if let environment { m.append(("environment", .string(environment.rawValue))) }
         if let counter { m.append(("counter", .int(Int64(counter)))) }
+        if let receivedAt { m.append(("receivedAt", .string(receivedAt.rfc3339))) }
+        for name in Self.analyticsFields {
+            if let value = analytics[name] { m.append((name, .string(value))) }
+        }
         m.append(("verifiedAt", .string(verifiedAt.rfc3339)))
         if let verificationTime { m.append(("verificationTime", .string(verificationTime.rfc3339))) }
         if let publicKey { m.append(("publicKey", .string(Base64.encode(publicKey)))) }
@@ -76,8 +99,15 @@ public struct Verdict: Sendable {
             m.append(("token", .string(token)))
             m.append(("expiresAt", .string(expiresAt.rfc3339)))
         }
-        if let deviceIntelligence { m.append(("deviceIntelligence", deviceIntelligence.json)) }
+        if let deviceIntelligence { m.append(("deviceIntelligence", Self.json(deviceIntelligence, subjectId: subjectId))) }
         return .object(m)
+    }
+
+    /// The device intelligence with the job's subject appended, as the hosted service reports it.
+    static func json(_ intelligence: DeviceIntelligence, subjectId: String?) -> JSONValue {
+        guard let subjectId, case .object(var members) = intelligence.json else { return intelligence.json }
+        members.append(("subjectId", .string(subjectId)))
+        return .object(members)
     }
 
     /// CONTRACT 7: known keys with their documented types become text / an integer (4 bytes little-endian);

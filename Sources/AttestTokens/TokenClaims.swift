@@ -7,7 +7,8 @@ import AttestVerifier
 enum TokenClaims {
     /// Names a custom claim may not take: the registered JWT claims and the worker's own.
     static let reserved: Set<String> = [
-        "iss", "sub", "aud", "iat", "nbf", "exp", "jti", "kind", "deviceId", "environment", "riskCategory",
+        "iss", "sub", "aud", "iat", "nbf", "exp", "jti", "kind", "deviceId", "subjectId", "environment",
+        "riskCategory",
     ]
 
     static func build(
@@ -24,6 +25,7 @@ enum TokenClaims {
             ("kind", .string(verdict.kind?.rawValue ?? "")),
         ]
         if let deviceId { claims.append(("deviceId", .string(deviceId))) }
+        if let subjectId = verdict.subjectId { claims.append(("subjectId", .string(subjectId))) }
         if let environment = verdict.environment { claims.append(("environment", .string(environment.rawValue))) }
         if let riskCategory { claims.append(("riskCategory", .string(riskCategory))) }
         var names = Set(claims.map(\.0)).union(reserved)

@@ -1,6 +1,7 @@
 import AttestCLI
 import AttestCore
 import AttestJobs
+import AttestTokens
 import AttestVerifier
 import DeviceIntelligence
 import PostgresClient
@@ -22,6 +23,11 @@ enum AppCommand: Subcommand {
           --risk-weights JSON              risk weights per factor and the expected extension values, e.g.
                                            {"counter_replay": 20, "minimum_bundle_version": "2.1"}; replaces
                                            the app's settings ({} restores the defaults; docs/device-intelligence.md)
+          --claims JSON                    custom claims every verdict token of the app carries, e.g.
+                                           {"tier": "gold"}; replaces the app's claims ({} removes them). An
+                                           object of at most 4096 bytes, 32 members and 4 levels; names the
+                                           token sets itself (iss, sub, aud, exp, nbf, iat, jti, kind, deviceId,
+                                           subjectId, environment, riskCategory) are refused
 
         \(DatabaseOptions.help)
         """
@@ -36,6 +42,7 @@ enum AppCommand: Subcommand {
         let graceDays = try args.option("grace-days")
         let tokenLifetime = try args.option("token-lifetime")
         let riskWeights = try args.option("risk-weights")
+        let claims = try args.option("claims")
         let url = try DatabaseOptions.url(&args)
         let positionals = try args.positionals(max: 1)
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
@@ -46,7 +53,7 @@ enum AppCommand: Subcommand {
                 print(JSONValue.array(apps.map(describe)).serialized())
             } else {
                 for app in apps {
-                    print("\(app.app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)\trisk-weights=\(app.risk.json.serialized())")
+                    print("\(app.app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)\trisk-weights=\(app.risk.json.serialized())\tclaims=\(app.claims.json.serialized())")
                 }
             }
             return 0
@@ -71,6 +78,13 @@ enum AppCommand: Subcommand {
             if let graceDays { app.graceDays = try Arguments.wholeNumber(graceDays, "--grace-days", min: 0) }
             if let tokenLifetime { app.tokenLifetimeSeconds = try Arguments.wholeNumber(tokenLifetime, "--token-lifetime", min: 1) }
             if let riskWeights { app.risk = try parseRisk(riskWeights) }
+            if let claims {
+                do {
+                    app.claims = try CustomClaims(text: claims)
+                } catch {
+                    throw Arguments.UsageError(description: "--claims: \(error.description)")
+                }
+            }
             try store.upsert(app)
             print(describe(app).serialized())
             return 0
@@ -106,6 +120,7 @@ enum AppCommand: Subcommand {
             ("environments", .string(app.environments.rawValue)), ("challenges", .string(app.challenges.rawValue)),
             ("madLimit", app.madLimit.map { .int(Int64($0)) } ?? .null), ("graceDays", .int(Int64(app.graceDays))),
             ("tokenLifetimeSeconds", .int(Int64(app.tokenLifetimeSeconds))), ("riskWeights", app.risk.json),
+            ("claims", app.claims.json),
         ])
     }
 }

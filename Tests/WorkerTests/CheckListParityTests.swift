@@ -71,8 +71,15 @@ import Worker
         let replace: (String, JSONValue) -> ([(String, JSONValue)]) -> [(String, JSONValue)] = { name, value in
             { members in members.map { $0.0 == name ? (name, value) : $0 } }
         }
+        // The job's subject and analytics metadata, echoed by both paths (on an accepted and a rejected job).
+        let metadata: ([(String, JSONValue)]) -> [(String, JSONValue)] = { members in
+            members + [
+                ("subjectId", .string("user-42")), ("deviceModel", .string("iPhone15,2")), ("osVersion", .string("17.4")),
+                ("appVersion", .string("2.1.0")), ("appBuildNumber", .string("210")), ("platform", .string("iOS")),
+            ]
+        }
         return [
-            try attestation("att-ok", device),
+            try attestation("att-ok", device, edit: metadata),
             try attestation("att-missing-field", try Device()) { $0.filter { $0.0 != "clientDataHash" } },
             try attestation("att-future", try Device(), receivedAt: "2026-04-24T03:10:00Z"),
             try attestation("att-too-old", try Device(), receivedAt: "2026-04-20T00:00:00Z"),
@@ -86,8 +93,8 @@ import Worker
             try attestation("att-counter", try Device(), options: AttestationOptions(counter: 1)),
             try attestation("att-development", try Device(), options: AttestationOptions(environment: .development)),
             try attestation("att-no-receipt", try Device(), options: AttestationOptions(receipt: .absent)),
-            try assertion("asr-ok", device, counter: 1, stored: 0),
-            try assertion("asr-replay", device, counter: 1, stored: 1),
+            try assertion("asr-ok", device, counter: 1, stored: 0, edit: metadata),
+            try assertion("asr-replay", device, counter: 1, stored: 1, edit: metadata),
             try assertion("asr-rp-id", device, counter: 2, stored: 1, options: AssertionOptions(rpIdAppId: "OTHERTEAM1.com.example.other")),
             try assertion("asr-signer", device, counter: 3, stored: 1, options: AssertionOptions(signingDevice: other)),
             try assertion("asr-future", device, counter: 4, stored: 1, receivedAt: "2026-04-24T03:10:00Z"),
@@ -125,6 +132,14 @@ import Worker
             let (w, o) = (Self.comparable(published), Self.comparable(offline))
             #expect(w.map(\.0) == o.map(\.0), "\(c.name): members")
             for ((name, a), (_, b)) in zip(w, o) { #expect(a == b, "\(c.name): \(name) \(a.serialized()) vs \(b.serialized())") }
+            #expect(published["schemaVersion"] == .int(Verdict.schemaVersion), "\(c.name)")
+            let subject = c.members.first { $0.0 == "subjectId" }?.1
+            #expect(published["subjectId"] == subject, "\(c.name): subjectId")
+            #expect(published["deviceIntelligence"]?["subjectId"] == subject, "\(c.name): worker deviceIntelligence")
+            #expect(offline["deviceIntelligence"]?["subjectId"] == subject, "\(c.name): offline deviceIntelligence")
+            for name in Verdict.analyticsFields {
+                #expect(published[name] == c.members.first { $0.0 == name }?.1, "\(c.name): \(name)")
+            }
             outcomes.insert(published["reason"]?.stringValue ?? "ok")
         }
         // The set is what it claims to be: accepted jobs and a distinct reason per broken step.

@@ -266,6 +266,20 @@ def test_examples_and_cases():
     expect(v, variant(VERDICT_OK, deviceIntelligence=variant(INTELLIGENCE, riskScore=101, riskCategory="blocked")),
            False, "score over 100")
     expect(v, variant(VERDICT_OK, deviceIntelligence=variant(INTELLIGENCE, deviceId=DROP)), False, "intelligence without deviceId")
+    echoed = {"schemaVersion": 2, "subjectId": "user-42", "receivedAt": NOW, "deviceModel": "iPhone16,2",
+              "osVersion": "17.4", "appVersion": "2.1.0", "appBuildNumber": "210", "platform": "iOS"}
+    expect(v, variant(VERDICT_OK, **echoed, deviceIntelligence=variant(INTELLIGENCE, subjectId="user-42")), True,
+           "subject, receivedAt, analytics metadata and the schema version")
+    expect(v, variant(VERDICT_REJECTED, **echoed), True, "echoed fields on a rejection")
+    expect(v, variant(VERDICT_OK, subjectId=""), True, "empty subjectId, as the job allows")
+    for field in ["subjectId", "deviceModel", "osVersion", "appVersion", "appBuildNumber", "platform"]:
+        expect(v, variant(VERDICT_OK, **{field: 5}), False, f"{field} a number")
+        expect(v, variant(VERDICT_OK, **{field: None}), False, f"{field} null (absent instead)")
+        expect(v, variant(VERDICT_OK, **{field: "a" * 257}), False, f"{field} over 256 characters")
+    expect(v, variant(VERDICT_OK, receivedAt="2026-05-01T14:00:00+02:00"), False, "receivedAt not in UTC")
+    expect(v, variant(VERDICT_OK, schemaVersion=1), False, "schemaVersion before 2")
+    expect(v, variant(VERDICT_OK, schemaVersion="2"), False, "schemaVersion a string")
+    expect(v, variant(VERDICT_OK, deviceIntelligence=variant(INTELLIGENCE, subjectId=7)), False, "intelligence subjectId a number")
     expect(v, variant(VERDICT_OK, token="eyJh.eyJi.c2ln"), False, "token without expiresAt")
     expect(v, variant(VERDICT_OK, token="not a jwt", expiresAt=NOW), False, "token not a JWT")
     expect(v, variant(VERDICT_REJECTED, token="eyJh.eyJi.c2ln", expiresAt=NOW), False, "token on a rejection")

@@ -6,7 +6,7 @@ usage: test_tokens.py PATH/TO/attest-worker
 Keys come from `openssl` (PKCS#8 and SEC1); accepted vector lines go through `attest-worker verify
 --token-key` exactly as Tests/cli/verify_vectors.py builds them. Each token must verify with PyJWT
 against the PEM public key and against the JWKS from `attest-worker token jwks` (kids are RFC 7638
-thumbprints), carry the documented claims, and `attest-worker token verify` must answer 0 for a good
+thumbprints), carry the documented claims (subjectId from the job), and `attest-worker token verify` must answer 0 for a good
 token and 1 with the reason for a changed signature byte, a high-S signature (every issued one is low-S),
 a wrong audience or issuer, an expired token (0 with --ignore-expiry), an unknown key and `alg: none`;
 usage errors exit 2 with one line on stderr.
@@ -99,6 +99,7 @@ def verify_lines(binary, tmp, cases, *flags):
         job = verify_vectors.job(c)
         if c["kind"] == "attestation":
             job["deviceId"] = "device-" + c["name"]
+        job["subjectId"] = "subject-" + c["name"]
         p = run(binary, ["verify", "--environment", c["environment"], "--trust-anchor", att,
                          "--receipt-trust-anchor", rec, *flags], json.dumps(job) + "\n")
         check(p.returncode == 0, f"verify {flags}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
@@ -158,6 +159,10 @@ def test_tokens(binary, tmp):
         check(v["expiresAt"] == rfc3339(claims["exp"]), f"expiresAt {v['expiresAt']} vs exp {claims['exp']}")
         problem = validate.first_error("verdict", v)
         check(problem is None, f"{c['name']}: verdict with a token does not match verdict.schema.json: {problem}")
+        subject = "subject-" + c["name"]
+        check(claims.get("subjectId") == subject and v.get("subjectId") == subject
+              and v.get("deviceIntelligence", {}).get("subjectId") == subject, f"{c['name']}: subjectId {claims} {v}")
+        check(v.get("schemaVersion") == 2 and v.get("receivedAt") is not None, f"{c['name']}: schemaVersion/receivedAt {v}")
         if c["kind"] == "attestation":
             check(claims.get("deviceId") == "device-" + c["name"], f"deviceId {claims}")
             check(claims.get("environment") == c["expect"].get("environment", "production"), f"environment {claims}")

@@ -110,13 +110,13 @@ extension BatchProcessor {
     }
 
     /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others),
-    /// with the device id and risk category the verdict reports.
+    /// with the device id and risk category the verdict reports and the app's custom claims.
     private func sign(_ verdict: inout Verdict, app: AppPolicy, _ intelligence: IntelligenceChange) {
         guard let signer = settings.tokenSigner else { return }
         do {
             try verdict.attachToken(
                 signer: signer, lifetimeSeconds: Int64(app.tokenLifetimeSeconds), deviceId: intelligence.deviceId,
-                riskCategory: intelligence.riskCategory.rawValue)
+                riskCategory: intelligence.riskCategory.rawValue, customClaims: app.claims.members)
         } catch {
             // OpenSSL refusing to sign means a broken process: the verdict goes out without a token, counted.
             metrics?.errors.labels(["token"]).increment()

@@ -1,4 +1,5 @@
 import AttestJobs
+import AttestTokens
 import AttestVerifier
 import DeviceIntelligence
 
@@ -23,11 +24,13 @@ public struct AppPolicy: Sendable, Equatable {
     public var tokenLifetimeSeconds: Int
     /// Risk weights and the extension values the app expects (`apps.risk_weights`).
     public var risk: RiskPolicy
+    /// The claims every token of the app carries besides the worker's own (`apps.custom_claims`).
+    public var claims: CustomClaims
 
     public init(
         teamId: String, bundleId: String, environments: EnvironmentPolicy = .production,
         challenges: ChallengeMode = .backend, madLimit: Int? = nil, graceDays: Int = 7, tokenLifetimeSeconds: Int = 3600,
-        risk: RiskPolicy = RiskPolicy()
+        risk: RiskPolicy = RiskPolicy(), claims: CustomClaims = CustomClaims()
     ) {
         app = AppIdentity(teamId: teamId, bundleId: bundleId)
         self.environments = environments
@@ -36,5 +39,6 @@ public struct AppPolicy: Sendable, Equatable {
         self.graceDays = graceDays
         self.tokenLifetimeSeconds = tokenLifetimeSeconds
         self.risk = risk
+        self.claims = claims
     }
 }

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+import AttestTokens
 import AttestVerifier
 import DeviceIntelligence
 import PostgresClient
@@ -9,7 +10,7 @@ enum AppsTable {
     /// Every registered app.
     struct All: PGStatement {
         static let sql =
-            "SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights FROM apps"
+            "SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights, custom_claims FROM apps"
         typealias Row = AppPolicy
     }
 
@@ -17,11 +18,12 @@ enum AppsTable {
     struct Upsert: PGCommandStatement {
         static let sql = """
             INSERT INTO apps (team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds,
-                risk_weights)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)
+                risk_weights, custom_claims)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb)
             ON CONFLICT (team_id, bundle_id) DO UPDATE SET environments = EXCLUDED.environments,
                 challenges = EXCLUDED.challenges, mad_limit = EXCLUDED.mad_limit, grace_days = EXCLUDED.grace_days,
                 token_lifetime_seconds = EXCLUDED.token_lifetime_seconds, risk_weights = EXCLUDED.risk_weights,
+                custom_claims = EXCLUDED.custom_claims,
                 updated_at = now()
             """
         let parameters: [PGValue]
@@ -31,21 +33,25 @@ enum AppsTable {
                 .text(app.teamId), .text(app.bundleId), .text(app.environments.rawValue), .text(app.challenges.rawValue),
                 app.madLimit.map { .int(Int64($0)) } ?? .null, .int(Int64(app.graceDays)),
                 .int(Int64(app.tokenLifetimeSeconds)), .json(app.risk.json.serialized()),
+                .json(app.claims.json.serialized()),
             ]
         }
     }
 }
 
 extension AppPolicy: PGRowDecodable {
-    /// Risk weights that no longer parse fall back to the defaults, as an app registered without any.
+    /// Risk weights that no longer parse fall back to the defaults, as an app registered without any; claims
+    /// that no longer validate (edited in the table by hand) to none, so no token carries unchecked claims.
     public init(row: PGRow) throws(PGError) {
         let weights: String = try row.decode("risk_weights")
+        let claims: String = try row.decode("custom_claims")
         self.init(
             teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id"),
             environments: try row.decode("environments"), challenges: try row.decode("challenges"),
             madLimit: try row.decode("mad_limit"), graceDays: try row.decode("grace_days"),
             tokenLifetimeSeconds: try row.decode("token_lifetime_seconds"),
-            risk: JSONValue.parse(Array(weights.utf8)).flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy())
+            risk: JSONValue.parse(Array(weights.utf8)).flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy(),
+            claims: (try? CustomClaims(text: claims)) ?? CustomClaims())
     }
 }
 
