@@ -45,6 +45,14 @@ public struct JobVerifier: Sendable {
         return verdict
     }
 
+    /// The verdict answering a value that is no job (``NotAJob``), under the members a scan read of it
+    /// (nil: under a null jobId), so the worker's answer and the offline `verify`'s line are the same.
+    public func rejection(answering fields: JobFieldScan?, _ failure: VerificationFailure, at now: Timestamp? = nil) -> Verdict {
+        var verdict = rejection(jobId: fields?.jobId, failure, at: now)
+        (verdict.teamId, verdict.bundleId, verdict.keyId) = (fields?.teamId, fields?.bundleId, fields?.keyId)
+        return verdict
+    }
+
     /// Checks the receivedAt bounds against `now` and, when the bound is configured and the message has one,
     /// the broker timestamp (milliseconds since 1970, as Kafka carries it); nil when the job may be verified.
     ///

@@ -4,24 +4,22 @@ import AttestVerifier
 import DeviceIntelligence
 
 extension JobVerifier {
-    /// A line longer than this is not read as a job (CONTRACT 7: messages up to 256 KiB).
-    public static let maxLineBytes = 256 * 1024
-
-    /// The offline `verify`'s verdict for one JSON line: the worker's checks (``check(_:_:)``) with the app
-    /// registered under `policy`, its challenges the backend's, no quota, and the stored device the line
-    /// carries (`publicKey`, `previousCounter`; absent: unknown key); deviceIntelligence from the job alone.
+    /// The offline `verify`'s verdict for one JSON line, classified as the worker classifies a record's value
+    /// (``RecordClassifier``, at the default size limit). A line that is no job is answered as the worker
+    /// answers a record it can (under the jobId, teamId, bundleId and keyId a scan still reads), else under
+    /// a null jobId, where the worker dead-letters alone. A job gets the worker's checks (``check(_:_:)``)
+    /// with the app registered under `policy`, its challenges the backend's, no quota, and the stored device
+    /// the line carries (`publicKey`, `previousCounter`; absent: unknown key); deviceIntelligence from the
+    /// job alone.
     public func offlineVerdict(for line: String, policy: EnvironmentPolicy) -> Verdict {
         let now = clock.now()
-        guard line.utf8.count <= Self.maxLineBytes else {
-            return rejection(jobId: nil, VerificationFailure(.jobInvalid, .tooLarge, "line over 256 KiB"), at: now)
-        }
-        guard let json = JSONValue.parse(Array(line.utf8)) else {
-            return rejection(jobId: nil, VerificationFailure(.jobInvalid, .invalidField, "line is not JSON"), at: now)
-        }
+        let value = Array(line.utf8)
         let job: Job
-        switch Job.parse(json) {
-        case .failure(let invalid): return rejection(jobId: invalid.jobId, invalid.failure, at: now)
-        case .success(let parsed): job = parsed
+        switch RecordClassifier().classify(value: value, bytes: value.count) {
+        case .failure(let notAJob):
+            return rejection(answering: notAJob.answerFields(in: value), notAJob.failure, at: now)
+        case .success(.invalidJob(let jobId, _, let failure)): return rejection(jobId: jobId, failure, at: now)
+        case .success(.job(let parsed)): job = parsed
         }
         var verdict: Verdict
         switch storedKey(of: job) {

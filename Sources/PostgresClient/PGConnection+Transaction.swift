@@ -18,7 +18,7 @@ extension PGConnection {
         guard status == PQTRANS_IDLE || status == PQTRANS_UNKNOWN else {
             throw PGError(code: .transactionMisuse, message: "transaction() called inside an open transaction")
         }
-        try execute("BEGIN")
+        try execute(PGBegin())
         let value: T
         do throws(PGError) {
             value = try body(self)
@@ -35,7 +35,7 @@ extension PGConnection {
         case PQTRANS_IDLE:
             throw PGError(code: .transactionMisuse, message: "the body ended the transaction itself")
         default:
-            try execute("COMMIT")
+            try execute(PGCommit())
             return value
         }
     }
@@ -46,6 +46,6 @@ extension PGConnection {
         guard PQstatus(connection) == CONNECTION_OK,
             PQtransactionStatus(connection) != PQTRANS_IDLE
         else { return }
-        _ = try? execute("ROLLBACK")
+        _ = try? execute(PGRollback())
     }
 }

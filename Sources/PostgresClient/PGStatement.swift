@@ -114,6 +114,12 @@ public struct PGCommit: PGCommandStatement {
     public init() {}
 }
 
+/// `ROLLBACK`, for ``PGConnection/transaction(_:)`` after a failed body.
+public struct PGRollback: PGCommandStatement {
+    public static let sql = "ROLLBACK"
+    public init() {}
+}
+
 extension PGConnection {
     /// Runs one statement and returns its typed result (see ``execute(_:_:)`` for how it is sent).
     /// - Throws: as ``execute(_:_:)``; `.missingColumn`, `.unexpectedNull`, `.typeMismatch` when a row does

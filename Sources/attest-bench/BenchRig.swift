@@ -95,7 +95,7 @@ final class BenchRig {
         try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
         try AttestStore(connection: connection).upsert(AppPolicy(teamId: Self.teamId, bundleId: bundleId, environments: .production))
         let settings = try connection.run { c throws(PGError) in
-            try c.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
+            try c.execute(BenchRigStatements.Durability())
         }
         let clientProperties = try KafkaProperties.parse(options.kafkaProperties)
             .merging(["bootstrap.servers": options.brokers]) { _, b in b }
@@ -111,7 +111,7 @@ final class BenchRig {
             worker: try WorkerProcess(
                 binary: options.worker, environment: workerEnvironment(topics: topics, logLevel: logLevel),
                 logPath: directory.appendingPathComponent("worker.log").path),
-            durability: "fsync=\(settings.string(0, 0) ?? "?") synchronous_commit=\(settings.string(0, 1) ?? "?")")
+            durability: "fsync=\(settings.fsync) synchronous_commit=\(settings.synchronousCommit)")
         self.live = live
         return live
     }
@@ -130,18 +130,9 @@ final class BenchRig {
     /// SHA-256 of each verdict PostgreSQL stored for the app, by jobId.
     func storedVerdicts() throws -> [String: [UInt8]] {
         let rows = try connection.run { c throws(PGError) in
-            try c.execute(
-                """
-                SELECT job_id, sha256(convert_to(verdict_json, 'UTF8')) FROM verdicts
-                WHERE team_id = $1 AND bundle_id = $2
-                """,
-                [.text(Self.teamId), .text(bundleId)])
+            try c.execute(BenchRigStatements.VerdictDigests(teamId: Self.teamId, bundleId: bundleId))
         }
-        var stored = [String: [UInt8]]()
-        for r in 0..<rows.count {
-            if let jobId = rows.string(r, 0), let digest = rows.bytes(r, 1) { stored[jobId] = digest }
-        }
-        return stored
+        return Dictionary(rows.map { ($0.jobId, $0.digest) }) { first, _ in first }
     }
 
     /// Every job against what was published and what PostgreSQL stored: lost when either is missing, decided
@@ -185,18 +176,7 @@ final class BenchRig {
     private func removeRows() {
         do {
             try connection.run { c throws(PGError) in
-                _ = try c.execute(
-                    """
-                    WITH v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
-                    d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2),
-                    m AS (DELETE FROM mad_devices WHERE team_id = $1 AND bundle_id = $2),
-                    t AS (DELETE FROM mad_totals WHERE team_id = $1 AND bundle_id = $2),
-                    q AS (DELETE FROM mad_quota_events WHERE team_id = $1 AND bundle_id = $2),
-                    r AS (DELETE FROM device_risk WHERE team_id = $1 AND bundle_id = $2),
-                    h AS (DELETE FROM device_risk_history WHERE team_id = $1 AND bundle_id = $2)
-                    DELETE FROM apps WHERE team_id = $1 AND bundle_id = $2
-                    """,
-                    [.text(Self.teamId), .text(bundleId)])
+                try c.execute(BenchRigStatements.RemoveApp(teamId: Self.teamId, bundleId: bundleId))
             }
         } catch {
             FileHandle.standardError.write(

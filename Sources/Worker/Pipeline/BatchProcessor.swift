@@ -35,7 +35,7 @@ public final class BatchProcessor: Sendable {
         public var replyTopics: ReplyTopics = .none
 
         public init(
-            verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = 256 * 1024,
+            verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = RecordClassifier.defaultMaxMessageBytes,
             admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2,
             tokenSigner: TokenSigner? = nil, outboundBudget: OutboundBudget = .standard, replyTopics: ReplyTopics = .none
         ) {
@@ -176,8 +176,7 @@ public final class BatchProcessor: Sendable {
         case .deadLetter(let letter):
             var out = deadLetter(message, letter, now)
             if let answer = letter.answer, let jobId = letter.jobId {
-                var rejection = verifier.rejection(jobId: jobId, answer.failure, at: now)
-                (rejection.teamId, rejection.bundleId, rejection.keyId) = (answer.fields.teamId, answer.fields.bundleId, answer.fields.keyId)
+                let rejection = verifier.rejection(answering: answer.fields, answer.failure, at: now)
                 let key = answer.fields.keyId.map { OutboundBudget.key(Array($0.utf8)) }
                     ?? OutboundBudget.key(message.key, sha256: message.keySha256)
                 out.then = [verdict(message, jobId: jobId, key: key, json: rejection.json.serialized())]

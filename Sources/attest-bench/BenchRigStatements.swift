@@ -1,0 +1,58 @@
+import PostgresClient
+
+/// The SQL the bench rig runs besides the worker's own: what the server's durability is, what the worker
+/// stored for the run's app, and removing the run's rows from the shared database.
+enum BenchRigStatements {
+    /// The durability settings a run's numbers depend on.
+    struct Durability: PGOneRowStatement {
+        static let sql = "SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit"
+
+        struct Row: PGRowDecodable {
+            let fsync: String
+            let synchronousCommit: String
+
+            init(row: PGRow) throws(PGError) {
+                fsync = try row.decode("fsync")
+                synchronousCommit = try row.decode("synchronous_commit")
+            }
+        }
+    }
+
+    /// SHA-256 of each verdict stored for the app, to compare with what was published.
+    struct VerdictDigests: PGStatement {
+        static let sql = """
+            SELECT job_id, sha256(convert_to(verdict_json, 'UTF8')) AS digest FROM verdicts
+            WHERE team_id = $1 AND bundle_id = $2
+            """
+        let parameters: [PGValue]
+
+        init(teamId: String, bundleId: String) { parameters = [.text(teamId), .text(bundleId)] }
+
+        struct Row: PGRowDecodable {
+            let jobId: String
+            let digest: [UInt8]
+
+            init(row: PGRow) throws(PGError) {
+                jobId = try row.decode("job_id")
+                digest = try row.decode("digest")
+            }
+        }
+    }
+
+    /// Deletes the app's rows of every table, then the app.
+    struct RemoveApp: PGCommandStatement {
+        static let sql = """
+            WITH v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
+            d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2),
+            m AS (DELETE FROM mad_devices WHERE team_id = $1 AND bundle_id = $2),
+            t AS (DELETE FROM mad_totals WHERE team_id = $1 AND bundle_id = $2),
+            q AS (DELETE FROM mad_quota_events WHERE team_id = $1 AND bundle_id = $2),
+            r AS (DELETE FROM device_risk WHERE team_id = $1 AND bundle_id = $2),
+            h AS (DELETE FROM device_risk_history WHERE team_id = $1 AND bundle_id = $2)
+            DELETE FROM apps WHERE team_id = $1 AND bundle_id = $2
+            """
+        let parameters: [PGValue]
+
+        init(teamId: String, bundleId: String) { parameters = [.text(teamId), .text(bundleId)] }
+    }
+}
