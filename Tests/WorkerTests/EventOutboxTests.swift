@@ -95,7 +95,8 @@ import Testing
             #expect(json["month"] == .string(month) && json["limit"] == .int(2))
         }
         let started = try #require(events.first { $0.kind == .graceStarted }).json
-        #expect(started["graceDays"] == .int(3) && started["devices"] == .int(2))
+        // The batch took the count from 1 to 3: the crossing records the count it reached.
+        #expect(started["graceDays"] == .int(3) && started["devices"] == .int(3))
         #expect(started["graceEndsAt"].flatMap(\.stringValue).flatMap(Timestamp.init(rfc3339:)) == Self.now.adding(seconds: 3 * 86_400))
         #expect(events.first { $0.kind == .quotaWarning }?.json["threshold"] == .int(80))
     }
