@@ -180,10 +180,14 @@ enum RunCommand: Subcommand {
                 pauseAfterSeconds: configuration.pauseAfterSeconds),
             processors: processors, logger: logger, metrics: metrics)
 
+        let events = try EventPublisher(
+            settings: EventPublisher.Settings(topic: configuration.eventsTopic), conninfo: configuration.databaseURL,
+            producerProperties: producerProperties, clock: SystemClock(), registry: metrics.registry, logger: logger)
+
         // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts; the
         // intake last. The group stops them in reverse: polling, lanes, consumer, producer, then the rest.
         let group = ServiceGroup(
-            servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger] + service.services,
+            servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger, events] + service.services,
             shutdownTimeout: .seconds(configuration.shutdownTimeoutSeconds)
         ) { event in
             switch event {

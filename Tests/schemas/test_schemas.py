@@ -317,6 +317,33 @@ def test_examples_and_cases():
     expect(d, variant(DEADLETTER, source={"topic": "t", "partition": 0, "offset": 0, "timestampMs": 2**63 - 1}), True,
            "a timestamp no date names")
 
+    e = "event"
+    warning = {"eventId": "0f" * 32, "kind": "mad.quota_warning", "teamId": "ABCDE12345", "bundleId": "com.example.app",
+               "occurredAt": "2026-05-01T12:00:00Z", "month": "2026-05", "threshold": 80, "devices": 8, "limit": 10}
+    expect(e, warning, True, "quota warning")
+    expect(e, variant(warning, kind="mad.quota_reached", threshold=100), True, "quota reached")
+    expect(e, variant(warning, kind="mad.quota_reached"), False, "quota reached at 80")
+    expect(e, variant(warning, threshold=100), False, "quota warning at 100")
+    expect(e, variant(warning, kind="mad.grace_ended", threshold=DROP, devices=DROP, limit=DROP), True, "grace ended")
+    expect(e, variant(warning, kind="mad.grace_started"), False, "grace started without its end")
+    expect(e, variant(warning, kind="mad.grace_started", graceDays=7, graceEndsAt="2026-05-08T12:00:00.000000Z"), True,
+           "grace started")
+    expect(e, variant(warning, kind="mad.grace_expired"), False, "unknown kind")
+    expect(e, variant(warning, eventId="0F" * 32), False, "upper-case eventId")
+    expect(e, variant(warning, eventId="0f" * 31), False, "short eventId")
+    expect(e, variant(warning, month="2026-13"), False, "month 13")
+    expect(e, variant(warning, occurredAt="2026-05-01T12:00:00"), False, "time without zone")
+    for field in ["eventId", "kind", "teamId", "bundleId", "occurredAt", "month", "threshold", "devices", "limit"]:
+        expect(e, variant(warning, **{field: DROP}), False, f"quota warning without {field}")
+    risk = {"eventId": "1e" * 32, "kind": "device.risk_category_changed", "teamId": "ABCDE12345",
+            "bundleId": "com.example.app", "occurredAt": "2026-05-01T12:00:00.5Z", "identity": "key:00", "deviceId": "d",
+            "jobId": "j", "from": "trusted", "to": "blocked", "score": 90}
+    expect(e, risk, True, "risk category change")
+    expect(e, variant(risk, to="risky"), False, "unknown category")
+    expect(e, variant(risk, score=101), False, "score over 100")
+    for field in ["identity", "jobId", "from", "to", "score"]:
+        expect(e, variant(risk, **{field: DROP}), False, f"risk category change without {field}")
+    expect(e, variant(risk, kind="device.revoked", jobId=DROP, score=DROP, extra=True), True, "revoked, added member")
 
 # ------------------------------------------------------------------------------------- the binary
 def run_verify(binary, lines, *flags):

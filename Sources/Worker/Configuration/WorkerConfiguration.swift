@@ -23,6 +23,8 @@ public struct WorkerConfiguration: Sendable {
     public var jobsTopics: [String]
     public var verdictsTopic: String
     public var deadLetterTopic: String
+    /// Where quota crossings, grace periods and risk category changes are published (the events outbox).
+    public var eventsTopic: String
     public var consumerGroup: String
     public var kafkaProperties: [String: String]
     public var maxJobAgeSeconds: Int64
@@ -89,6 +91,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_ASSERTION_JOBS_TOPIC", "", false),
         ("ATTEST_VERDICTS_TOPIC", "appattest.verdicts", false),
         ("ATTEST_DEADLETTER_TOPIC", "appattest.deadletter", false),
+        ("ATTEST_EVENTS_TOPIC", "appattest.events", false),
         ("ATTEST_REPLY_TOPICS", "", false),
         ("ATTEST_CONSUMER_GROUP", "attest-worker", false),
         ("ATTEST_KAFKA_PROPERTIES", "", true),
@@ -174,6 +177,7 @@ public struct WorkerConfiguration: Sendable {
             jobsTopics: [reader.required("ATTEST_JOBS_TOPIC")] + [resolved["ATTEST_ASSERTION_JOBS_TOPIC"]!].filter { !$0.isEmpty },
             verdictsTopic: reader.required("ATTEST_VERDICTS_TOPIC"),
             deadLetterTopic: reader.required("ATTEST_DEADLETTER_TOPIC"),
+            eventsTopic: reader.required("ATTEST_EVENTS_TOPIC"),
             consumerGroup: reader.required("ATTEST_CONSUMER_GROUP"),
             kafkaProperties: reader.properties("ATTEST_KAFKA_PROPERTIES"),
             maxJobAgeSeconds: Int64(reader.integer("ATTEST_MAX_JOB_AGE", min: 1)),
@@ -205,7 +209,10 @@ public struct WorkerConfiguration: Sendable {
             outboundBudget: reader.outboundBudget("ATTEST_KAFKA_PROPERTIES"),
             replyTopics: reader.replyTopics(
                 "ATTEST_REPLY_TOPICS",
-                reserved: ["ATTEST_JOBS_TOPIC", "ATTEST_ASSERTION_JOBS_TOPIC", "ATTEST_VERDICTS_TOPIC", "ATTEST_DEADLETTER_TOPIC"]))
+                reserved: [
+                    "ATTEST_JOBS_TOPIC", "ATTEST_ASSERTION_JOBS_TOPIC", "ATTEST_VERDICTS_TOPIC", "ATTEST_DEADLETTER_TOPIC",
+                    "ATTEST_EVENTS_TOPIC",
+                ]))
         if configuration.httpMaxConnectionsPerIP > configuration.httpMaxConnections {
             reader.problems.append("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP must not exceed ATTEST_HTTP_MAX_CONNECTIONS")
         }

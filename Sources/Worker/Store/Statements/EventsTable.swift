@@ -1,0 +1,196 @@
+import AttestCore
+import DeviceIntelligence
+import PostgresClient
+
+/// The SQL of the events outbox (`events`, migration 0009): the rows a batch's commit writes with their
+/// causes, and the publisher's claim, mark, purge and grace check.
+enum EventsTable {
+    /// Writes these events to the outbox, each at most once: an event already there (the same cause
+    /// written by a redelivery or another worker) is left as it is. Run it in the transaction that stores
+    /// the events' cause, so an event exists exactly when its cause does.
+    struct Insert: PGCommandStatement {
+        static let sql = """
+            INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
+            SELECT x.id, x.kind, x.key, x.t, x.b, x.at, x.detail::jsonb
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])
+                AS x(id, kind, key, t, b, at, detail)
+            ORDER BY x.id
+            ON CONFLICT (event_id) DO NOTHING
+            """
+        let parameters: [PGValue]
+
+        init(_ events: [OutboxEvent]) {
+            let columns: [PGArray] = [
+                .text(events.map(\.eventId)), .text(events.map(\.kind.rawValue)), .text(events.map(\.partitionKey)),
+                .text(events.map(\.teamId)), .text(events.map(\.bundleId)),
+                .timestamptz(unixMicroseconds: events.map(\.occurredAt.microseconds)),
+                .text(events.map { JSONValue.object($0.detail).serialized() }),
+            ]
+            parameters = columns.map(PGValue.array)
+        }
+    }
+
+    /// The SQL twin of ``OutboxEvent/eventId(_:_:)`` over text expressions (the database's encoding is
+    /// UTF-8, so `octet_length` is the Swift side's UTF-8 count).
+    static func eventIdSQL(kind: String, _ fields: [String]) -> String {
+        let parts = fields.map { "E'\\n' || octet_length(\($0))::text || ':' || \($0)" }
+        return "encode(sha256(convert_to(\(([kind] + parts).joined(separator: " || ")), 'UTF8')), 'hex')"
+    }
+
+    /// RFC 3339 in UTC with microseconds, for instants in an event's detail.
+    static func rfc3339SQL(_ instant: String) -> String {
+        "to_char(\(instant) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+    }
+
+    /// The grace period of a quota event `q` joined with its app `a`, as `MonthlyQuota` bounds it.
+    static let graceEndSQL = "q.reached_at + make_interval(days => least(greatest(a.grace_days, 0), 366))"
+
+    /// The quota events of these app months that this transaction recorded (after
+    /// ``MonthlyCountsTable/Count`` in the same transaction): 80% gives `mad.quota_warning`, 100% gives
+    /// `mad.quota_reached` and `mad.grace_started`. A crossing recorded before, by a redelivery or another
+    /// worker, writes nothing.
+    struct QuotaCrossings: PGCommandStatement {
+        static let sql = """
+            WITH q AS (
+                SELECT e.team_id, e.bundle_id, e.month, e.threshold, e.devices, e.mad_limit, e.reached_at
+                FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS x(t, b, m)
+                    CROSS JOIN LATERAL (
+                        SELECT * FROM mad_quota_events
+                        WHERE team_id = x.t AND bundle_id = x.b AND month = to_date(x.m, 'YYYY-MM')
+                            AND \(DeviceRiskTable.insertedHere)) e),
+            k AS (
+                SELECT q.*, to_char(q.month, 'YYYY-MM') AS m, k.kind, \(graceEndSQL) AS grace_end, a.grace_days
+                FROM q JOIN apps a USING (team_id, bundle_id)
+                    JOIN (VALUES ('\(EventKind.quotaWarning.rawValue)', 80), ('\(EventKind.quotaReached.rawValue)', 100),
+                        ('\(EventKind.graceStarted.rawValue)', 100)) AS k(kind, threshold) USING (threshold))
+            INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
+            SELECT \(eventIdSQL(kind: "k.kind", ["k.team_id", "k.bundle_id", "k.m"])), k.kind, k.team_id || '.' || k.bundle_id,
+                k.team_id, k.bundle_id, k.reached_at,
+                CASE WHEN k.kind = '\(EventKind.graceStarted.rawValue)'
+                    THEN jsonb_build_object('month', k.m, 'devices', k.devices, 'limit', k.mad_limit,
+                        'graceDays', least(greatest(k.grace_days, 0), 366), 'graceEndsAt', \(rfc3339SQL("k.grace_end")))
+                    ELSE jsonb_build_object('month', k.m, 'threshold', k.threshold, 'devices', k.devices, 'limit', k.mad_limit)
+                END
+            FROM k ORDER BY 1
+            ON CONFLICT (event_id) DO NOTHING
+            """
+        let parameters: [PGValue]
+
+        init(_ months: [AppMonth]) {
+            parameters = [
+                .array(.text(months.map(\.teamId))), .array(.text(months.map(\.bundleId))), .array(.text(months.map(\.month))),
+            ]
+        }
+    }
+    /// A device's risk category change, written just before the decision's ``DeviceRiskTable/Upsert`` (so
+    /// it reads the category the row has before that decision, locking the row the upsert then writes): only
+    /// when the decision's verdict was stored by this transaction and its category differs from the row's
+    /// (a device without a row was trusted).
+    struct RiskCategoryChange: PGCommandStatement {
+        static let sql = """
+            WITH p AS (
+                SELECT category FROM device_risk WHERE team_id = $2 AND bundle_id = $3 AND identity = $4 FOR UPDATE),
+            was AS (SELECT coalesce((SELECT category FROM p), '\(RiskCategory.trusted.rawValue)') AS category)
+            INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
+            SELECT $5, '\(EventKind.riskCategoryChanged.rawValue)', $6, $2, $3, $7::timestamptz,
+                jsonb_build_object('identity', $4::text, 'deviceId', $8::text, 'jobId', $1::text, 'from', was.category,
+                    'to', $9::text, 'score', $10::int)
+            FROM was
+            WHERE was.category IS DISTINCT FROM $9
+                AND EXISTS (SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND \(DeviceRiskTable.insertedHere))
+            ON CONFLICT (event_id) DO NOTHING
+            """
+        let parameters: [PGValue]
+
+        /// Nil when the decision writes no risk (as ``DeviceRiskTable/Upsert``).
+        init?(_ d: Decision) {
+            guard let c = d.intelligence, c.writesRisk, let receivedAt = d.receivedAt else { return nil }
+            let (team, bundle, identity) = (c.device.teamId, c.device.bundleId, c.device.identity.value)
+            parameters = [
+                .text(d.jobId), .text(team), .text(bundle), .text(identity),
+                .text(OutboxEvent.eventId(.riskCategoryChanged, [team, bundle, identity, d.jobId])),
+                .text(OutboxEvent.deviceKey(teamId: team, bundleId: bundle, identity: identity)), .text(receivedAt.rfc3339),
+                .text(c.deviceId), .text(c.riskCategory.rawValue), .int(Int64(c.assessment.score)),
+            ]
+        }
+    }
+    /// The grace periods that passed by `now` without their `mad.grace_ended` event: each is marked on its
+    /// quota row (which outlives the event's purge, so it is written once) and its event written, up to
+    /// `limit` per statement, rows another publisher is marking skipped.
+    struct GraceEnded: PGAffectedRowsStatement {
+        static let sql = """
+            WITH due AS (
+                SELECT q.team_id, q.bundle_id, q.month, \(graceEndSQL) AS grace_end
+                FROM mad_quota_events q JOIN apps a USING (team_id, bundle_id)
+                WHERE q.threshold = 100 AND NOT q.grace_ended_event AND \(graceEndSQL) <= $1::timestamptz
+                ORDER BY q.reached_at LIMIT $2
+                FOR UPDATE OF q SKIP LOCKED),
+            m AS (
+                UPDATE mad_quota_events q SET grace_ended_event = true FROM due
+                WHERE q.team_id = due.team_id AND q.bundle_id = due.bundle_id AND q.month = due.month AND q.threshold = 100
+                RETURNING q.team_id, q.bundle_id, to_char(q.month, 'YYYY-MM') AS m, due.grace_end)
+            INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
+            SELECT \(eventIdSQL(kind: "'\(EventKind.graceEnded.rawValue)'", ["m.team_id", "m.bundle_id", "m.m"])),
+                '\(EventKind.graceEnded.rawValue)', m.team_id || '.' || m.bundle_id, m.team_id, m.bundle_id, m.grace_end,
+                jsonb_build_object('month', m.m)
+            FROM m ORDER BY 1
+            ON CONFLICT (event_id) DO NOTHING
+            """
+        let parameters: [PGValue]
+
+        init(now: Timestamp, limit: Int) { parameters = [.text(now.rfc3339), .int(Int64(limit))] }
+    }
+
+    /// Up to `limit` unpublished events, oldest first, locked until the claiming transaction ends; rows
+    /// another publisher holds are skipped, so two publishers never send one event at the same time. Only
+    /// the kinds this build knows: a newer worker's kind waits for a newer publisher instead of failing
+    /// every claim.
+    struct Claim: PGStatement {
+        static let sql = """
+            SELECT event_id, kind, partition_key, team_id, bundle_id,
+                (extract(epoch FROM occurred_at) * 1000000)::bigint AS occurred_at_us, detail::text AS detail
+            FROM events WHERE published_at IS NULL AND kind = ANY($2::text[])
+            ORDER BY created_at, event_id LIMIT $1
+            FOR UPDATE SKIP LOCKED
+            """
+        typealias Row = OutboxEvent
+        let parameters: [PGValue]
+
+        init(limit: Int) { parameters = [.int(Int64(limit)), .array(.text(EventKind.allCases.map(\.rawValue)))] }
+    }
+
+    /// Marks these events published (the broker acknowledged them) at `now`.
+    struct MarkPublished: PGAffectedRowsStatement {
+        static let sql = "UPDATE events SET published_at = $2::timestamptz WHERE event_id = ANY($1::text[])"
+        let parameters: [PGValue]
+
+        init(_ eventIds: [String], now: Timestamp) { parameters = [.array(.text(eventIds)), .text(now.rfc3339)] }
+    }
+
+    /// Deletes up to `limit` events published before `before`.
+    struct Purge: PGAffectedRowsStatement {
+        static let sql = """
+            DELETE FROM events WHERE event_id IN (
+                SELECT event_id FROM events WHERE published_at < $1::timestamptz
+                ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+            """
+        let parameters: [PGValue]
+
+        init(before: Timestamp, limit: Int) { parameters = [.text(before.rfc3339), .int(Int64(limit))] }
+    }
+}
+
+extension OutboxEvent: PGRowDecodable {
+    /// A stored detail that is not a JSON object (nothing this build writes) is a type mismatch.
+    public init(row: PGRow) throws(PGError) {
+        let kindText: String = try row.decode("kind")
+        let detailText: String = try row.decode("detail")
+        guard let kind = EventKind(rawValue: kindText), case .object(let detail)? = JSONValue.parse(Array(detailText.utf8)) else {
+            throw PGError(code: .typeMismatch, message: "events: kind \(kindText) or its detail is not one this build reads")
+        }
+        self.init(
+            eventId: try row.decode("event_id"), kind: kind, partitionKey: try row.decode("partition_key"),
+            teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id"),
+            occurredAt: Timestamp(microseconds: try row.decode("occurred_at_us")), detail: detail)
+    }
+}
