@@ -1,6 +1,7 @@
 import AttestCore
 import AttestMint
 import Foundation
+import PostgresClient
 import Testing
 
 extension LiveStack {
@@ -41,6 +42,11 @@ extension LiveStack {
             let revoked = try Stack.run(Stack.binary, base + ["--bundle", bundleId, "--reason", "lost phone"], capture: true)
             #expect(revoked.status == 0, "\(revoked.output)")
             #expect(try Stack.run(Stack.binary, base + ["--bundle", bundleId]) == 0, "revoking again changes nothing")
+            // The revocation's event was written with it, once.
+            let events = try PGConnection(conninfo: try Stack.databaseURL).execute(
+                "SELECT detail->>'reason' AS reason FROM events WHERE kind = 'device.revoked' AND team_id = $1 AND bundle_id = $2",
+                [.text(Jobs.teamId), .text(bundleId)])
+            #expect(events.count == 1)
 
             // Both workers, from their next batch: the next assertion and the attestation sent again.
             try produce(a.jobs, [(key, Jobs.assertion(device, bundleId: bundleId, jobId: id("a3"), counter: 3))])

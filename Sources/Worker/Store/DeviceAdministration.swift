@@ -42,6 +42,20 @@ public enum DeviceAdministration {
         }
     }
 
+    /// The revocation's event, keyed by the device; one per key (a key is revoked once).
+    static func revokedEvent(_ device: DeviceRecord, reason: String?, at: Timestamp) -> OutboxEvent {
+        let identity = DeviceIdentity(record: device)
+        return OutboxEvent(
+            eventId: OutboxEvent.eventId(.deviceRevoked, [device.teamId, device.bundleId, Hex.encode(device.keyId)]),
+            kind: .deviceRevoked,
+            partitionKey: OutboxEvent.deviceKey(teamId: device.teamId, bundleId: device.bundleId, identity: identity.value),
+            teamId: device.teamId, bundleId: device.bundleId, occurredAt: at,
+            detail: [
+                ("identity", .string(identity.value)), ("deviceId", .string(device.deviceId)),
+                ("keyId", .string(Base64.encode(device.keyId))), ("reason", reason.map(JSONValue.string) ?? .null),
+            ])
+    }
+
     public enum RevokeOutcome: Sendable, Equatable {
         case revoked
         /// Revoked before, at this time: nothing changed.
@@ -57,13 +71,17 @@ extension AttestStore {
         try connection.run { c throws(PGError) in try c.execute(DevicesTable.Show(keyId: keyId, app: app)) }
     }
 
-    /// Revokes the app's key `keyId` at `at`, in one transaction.
+    /// Revokes the app's key `keyId` at `at`, and writes its `device.revoked` event to the outbox in the same
+    /// transaction (so the event exists exactly when the revocation does).
     public func revokeDevice(keyId: [UInt8], app: AppIdentity, reason: String?, at: Timestamp) throws(PGError)
         -> DeviceAdministration.RevokeOutcome
     {
         try connection.run { c throws(PGError) in
             try c.transaction { c throws(PGError) -> DeviceAdministration.RevokeOutcome in
-                if try c.execute(DevicesTable.Revoke(keyId: keyId, app: app, at: at, reason: reason)) != nil { return .revoked }
+                if let revoked = try c.execute(DevicesTable.Revoke(keyId: keyId, app: app, at: at, reason: reason)) {
+                    try c.execute(EventsTable.Insert([DeviceAdministration.revokedEvent(revoked, reason: reason, at: at)]))
+                    return .revoked
+                }
                 guard let shown = try c.execute(DevicesTable.Show(keyId: keyId, app: app)) else { return .unknown }
                 return shown.revokedAt.map(DeviceAdministration.RevokeOutcome.alreadyRevoked) ?? .unknown
             }

@@ -59,23 +59,20 @@ extension DevicesTable {
         }
     }
 
-    /// Revokes one unrevoked key of an app at `at`; the row when it did, none when the key is not stored for
-    /// the app or was revoked already.
+    /// Revokes one unrevoked key of an app at `at`; the device as revoked when it did, none when the key is
+    /// not stored for the app or was revoked already.
     struct Revoke: PGOptionalRowStatement {
         static let sql = """
             UPDATE devices SET revoked_at = to_timestamp($4::bigint / 1000000.0), revoked_reason = $5
             WHERE key_id = $1 AND team_id = $2 AND bundle_id = $3 AND revoked_at IS NULL
-            RETURNING key_id
+            RETURNING key_id, team_id, bundle_id, public_key, counter, environment, device_id, fingerprint,
+                (extract(epoch FROM revoked_at) * 1000000)::bigint AS revoked_at_us
             """
+        typealias Row = DeviceRecord
         let parameters: [PGValue]
 
         init(keyId: [UInt8], app: AppIdentity, at: Timestamp, reason: String?) {
             parameters = [.bytes(keyId), .text(app.teamId), .text(app.bundleId), .int(at.microseconds), reason.map(PGValue.text) ?? .null]
-        }
-
-        struct Row: PGRowDecodable {
-            let keyId: [UInt8]
-            init(row: PGRow) throws(PGError) { keyId = try row.decode("key_id") }
         }
     }
 }
