@@ -23,6 +23,8 @@ public struct Job: Sendable {
     /// Offline `verify` only: the device state a store would hold for an assertion.
     public var storedPublicKey: String?
     public var storedCounter: UInt32?
+    /// Offline `verify` only: when the stored key was revoked (`revokedAt`, RFC 3339), for either kind.
+    public var storedRevokedAt: Timestamp? = nil
 
     static let metadataFields = [
         "deviceId", "deviceFingerprint", "subjectId", "deviceModel", "osVersion", "appVersion", "appBuildNumber",
@@ -138,14 +140,19 @@ public struct Job: Sendable {
         }
         let storedPublicKey = fields.optionalString("publicKey")
         let storedCounter = fields.optionalCounter("previousCounter")
+        let storedRevokedAtText = fields.optionalString("revokedAt")
         if let problem = fields.problem { return fail(problem) }
         guard let receivedAt = Timestamp(rfc3339: receivedAtText) else {
             return fail(VerificationFailure(.jobInvalid, .invalidField, "receivedAt is not an RFC 3339 time"))
         }
+        let storedRevokedAt = storedRevokedAtText.flatMap(Timestamp.init(rfc3339:))
+        if storedRevokedAtText != nil, storedRevokedAt == nil {
+            return fail(VerificationFailure(.jobInvalid, .invalidField, "revokedAt is not an RFC 3339 time"))
+        }
         return .success(
             Job(
                 jobId: jobId, receivedAt: receivedAt, payload: payload, metadata: metadata,
-                storedPublicKey: storedPublicKey, storedCounter: storedCounter))
+                storedPublicKey: storedPublicKey, storedCounter: storedCounter, storedRevokedAt: storedRevokedAt))
     }
 
     /// Collects the first field problem while reading, so parsing reads straight through.

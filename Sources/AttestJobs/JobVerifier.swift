@@ -91,6 +91,7 @@ public struct JobVerifier: Sendable {
     static let checks: [any JobCheck] = beforeChallenge + [
         IssuedChallengeCheck(),
         ObjectCheck(),  // AttestVerifier's attestation or assertion checks
+        KeyRevocationCheck(),  // both: the operator's revocation of the key
         KeyEnvironmentCheck(),  // assertions: the environment policy
         QuotaCheck(),  // attestations: the monthly active device limit
     ]

@@ -9,8 +9,8 @@ extension JobVerifier {
     /// answers a record it can (under the jobId, teamId, bundleId and keyId a scan still reads), else under
     /// a null jobId, where the worker dead-letters alone. A job gets the worker's checks (``check(_:_:)``)
     /// with the app registered under `policy`, its challenges the backend's, no quota, and the stored device
-    /// the line carries (`publicKey`, `previousCounter`; absent: unknown key); deviceIntelligence from the
-    /// job alone.
+    /// the line carries (`publicKey`, `previousCounter`; absent: unknown key; `revokedAt`: revoked);
+    /// deviceIntelligence from the job alone.
     public func offlineVerdict(for line: String, policy: EnvironmentPolicy) -> Verdict {
         let now = clock.now()
         let value = Array(line.utf8)
@@ -26,7 +26,7 @@ extension JobVerifier {
         case .failure(let failure):
             verdict = rejection(jobId: job.jobId, failure, at: now)
         case .success(let key):
-            verdict = check(job, JobCheckInputs(now: now, app: AppRules(environments: policy), key: key)).verdict
+            verdict = check(job, JobCheckInputs(now: now, app: AppRules(environments: policy), key: key, keyRevokedAt: job.storedRevokedAt)).verdict
         }
         verdict.deviceIntelligence = DeviceIntelligence.offline(verdict, of: job)
         return verdict

@@ -75,4 +75,7 @@ public enum FailureReason: String, Sendable, CaseIterable {
     case messageTooLarge = "message_too_large"
     /// The message is not valid JSON, but its jobId could be read: answered besides its dead letter, not stored.
     case malformedJSON = "malformed_json"
+    /// The key was revoked by an operator (`attest-worker device revoke`): its assertions, and its attestation
+    /// sent again, are refused until the device attests a new key.
+    case keyRevoked = "key_revoked"
 }

@@ -57,9 +57,11 @@ public struct HTTPResponse: Sendable {
 /// a handler (stopping joins the thread that runs the handler).
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
-/// The routing table: exact paths, one handler per method. Fixed once the server starts.
+/// The routing table: exact paths, one handler per method, then path prefixes (a path with parameters, which
+/// its handler parses and answers 400 when malformed). Fixed once the server starts.
 public struct HTTPRoutes: Sendable {
     private var table: [String: [String: HTTPHandler]] = [:]
+    private var prefixes: [(prefix: String, methods: [String: HTTPHandler])] = []
 
     public init() {}
 
@@ -67,6 +69,17 @@ public struct HTTPRoutes: Sendable {
     /// earlier registration of the same pair. A `GET` route also answers `HEAD`.
     public mutating func add(_ method: String, _ path: String, _ handler: @escaping HTTPHandler) {
         table[path, default: [:]][method] = handler
+    }
+
+    /// Registers `handler` for `method` on every path that starts with `prefix` and has no exact route; the
+    /// longest matching prefix wins.
+    public mutating func add(_ method: String, prefix: String, _ handler: @escaping HTTPHandler) {
+        if let i = prefixes.firstIndex(where: { $0.prefix == prefix }) {
+            prefixes[i].methods[method] = handler
+        } else {
+            prefixes.append((prefix, [method: handler]))
+            prefixes.sort { $0.prefix.utf8.count > $1.prefix.utf8.count }
+        }
     }
 
     enum Resolution {
@@ -77,7 +90,7 @@ public struct HTTPRoutes: Sendable {
     }
 
     func resolve(method: String, path: String) -> Resolution {
-        guard let methods = table[path] else { return .notFound }
+        guard let methods = table[path] ?? prefixes.first(where: { path.hasPrefix($0.prefix) })?.methods else { return .notFound }
         if let handler = methods[method] ?? (method == "HEAD" ? methods["GET"] : nil) {
             return .found(handler)
         }

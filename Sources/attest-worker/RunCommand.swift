@@ -49,9 +49,14 @@ enum RunCommand: Subcommand {
             failuresPerAddress: .init(
                 perMinute: configuration.challengeFailuresPerIPPerMinute, burst: configuration.challengeFailuresPerIPPerMinute),
             failures: .init(perMinute: configuration.challengeFailuresPerMinute, burst: configuration.challengeFailuresPerMinute))
+        let issuer = ChallengeIssuer(conninfo: configuration.databaseURL)
         ChallengeEndpoint(
-            issuer: ChallengeIssuer(conninfo: configuration.databaseURL), sharedSecret: configuration.challengeSecret,
+            issuer: issuer, sharedSecret: configuration.challengeSecret,
             limits: challengeLimits, metrics: metrics, logger: logger
+        ).register(on: &routes)
+        UsageEndpoint(
+            reader: UsageReader(conninfo: configuration.databaseURL), issuer: issuer, sharedSecret: configuration.challengeSecret,
+            limits: challengeLimits, clock: SystemClock(), metrics: metrics, logger: logger
         ).register(on: &routes)
         let cuts = metrics.registry.counter(
             "attest_http_connections_cut_total", help: "HTTP connections cut by ATTEST_HTTP_REQUEST_TIMEOUT, by listener.",

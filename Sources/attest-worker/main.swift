@@ -14,6 +14,7 @@ let usage = """
       verify [FILE]        verify jobs (JSON lines) offline and print one verdict per line
       submit [FILE]        publish jobs (JSON lines) to a running worker and print each verdict
       mad                  monthly active devices per app and month (billing)
+      device show|revoke   one attested key's device; revoke a key (its device must attest again)
       token jwks|verify    print the verdict-token key set, or check a verdict token
       help                 show this text
 
@@ -31,6 +32,7 @@ Tool.main(name: "attest-worker", usage: usage) { command, arguments in
     case "submit": try SubmitCommand.main(arguments)
     case "token": try TokenCommand.main(arguments)
     case "mad": try MadCommand.main(arguments)
+    case "device": try DeviceCommand.main(arguments)
     case "bench": throw Arguments.UsageError(description: "bench is its own executable now: attest-bench core|pipeline|soak")
     default: nil
     }

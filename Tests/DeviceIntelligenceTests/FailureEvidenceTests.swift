@@ -18,7 +18,7 @@ import Testing
         .challengeExpired: false, .challengeAlreadyUsed: false, .receivedAtOutOfRange: false, .tooLarge: false,
         .missingField: false, .invalidField: false, .unknownApp: false, .quotaExceeded: false, .jobIdReused: false,
         .unstorable: false, .challengeNotYetIssued: false, .receivedAtBrokerMismatch: false,
-        .messageTooLarge: false, .malformedJSON: false,
+        .messageTooLarge: false, .malformedJSON: false, .keyRevoked: false,
     ]
 
     @Test func everyReasonIsClassified() {

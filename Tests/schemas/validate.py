@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - environment problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "Schemas"))
-NAMES = ("attestation-job", "assertion-job", "verdict", "deadletter", "event")
+NAMES = ("attestation-job", "assertion-job", "verdict", "deadletter", "usage-response", "event")
 
 # ------------------------------------------------------------------------------------------- formats
 _RFC3339 = re.compile(

@@ -13,15 +13,18 @@ public struct JobCheckInputs {
     public var app: AppRules?
     /// For an assertion: the key attested for its keyId in this app; nil: none (unknown_key).
     public var key: AttestedKey?
+    /// When the job's keyId was revoked in this app (either kind of job); nil: not revoked (key_revoked).
+    public var keyRevokedAt: Timestamp?
     /// The quota step (accepted attestations): the app's limit and the devices counted when this job's device
     /// is turned away, else nil, and then the device counts. nil: no quota applies (the offline verify).
     public var quota: ((Job) -> (limit: Int, current: Int)?)?
 
     public init(
-        now: Timestamp, brokerTimestampMs: Int64? = nil, app: AppRules?, key: AttestedKey? = nil,
+        now: Timestamp, brokerTimestampMs: Int64? = nil, app: AppRules?, key: AttestedKey? = nil, keyRevokedAt: Timestamp? = nil,
         quota: ((Job) -> (limit: Int, current: Int)?)? = nil
     ) {
         self.now = now
+        self.keyRevokedAt = keyRevokedAt
         self.brokerTimestampMs = brokerTimestampMs
         self.app = app
         self.key = key

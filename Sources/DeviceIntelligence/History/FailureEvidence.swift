@@ -53,6 +53,8 @@ public enum FailureEvidence {
         case .unknownKey: false  // no key attested for the keyId: there is no device to hold it against
         case .signatureInvalid: true  // a bad signature under the stored key (forgeable: bounded, see above)
         case .counterNotIncreasing: true  // the stored key signed it, with a counter not above the stored one
+        // After the object: the operator's revocation.
+        case .keyRevoked: false  // the operator's decision, not the device's doing; its old objects replay freely
         }
     }
 }

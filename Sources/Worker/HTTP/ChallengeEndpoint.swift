@@ -85,17 +85,17 @@ public struct ChallengeEndpoint: Sendable {
     /// Answers one issuance request (what the route runs, less the request counter).
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         guard request.body.count <= Self.maxBodyBytes else {
-            return Self.error(413, "too_large", "the body must be at most \(Self.maxBodyBytes) bytes")
+            return HTTPResponse.jsonError(413, "too_large", "the body must be at most \(Self.maxBodyBytes) bytes")
         }
         guard let json = JSONValue.parse(request.body, maxDepth: 2), case .object(let members) = json,
             members.count == 2, let teamId = json["teamId"]?.stringValue, let bundleId = json["bundleId"]?.stringValue
         else {
-            return Self.error(400, "invalid_request", "the body must be a JSON object with exactly teamId and bundleId, both strings")
+            return HTTPResponse.jsonError(400, "invalid_request", "the body must be a JSON object with exactly teamId and bundleId, both strings")
         }
         // The exact pair a job would have to name (AppIdentity): also what keeps bucket keys small and distinct.
         guard let identity = AppIdentity(validating: teamId, bundleId) else {
             let problem = AppIdentity.teamIdProblem(teamId) ?? AppIdentity.bundleIdProblem(bundleId) ?? ""
-            return Self.error(400, "invalid_request", problem)
+            return HTTPResponse.jsonError(400, "invalid_request", problem)
         }
         do throws(PGError) {
             guard try authenticator.admits(authorization: request.header("Authorization"), teamId: teamId, bundleId: bundleId) else {
@@ -105,19 +105,19 @@ public struct ChallengeEndpoint: Sendable {
                     ("ip:" + ClientAddress.bucketKey(request.clientAddress), limits.failuresPerAddress),
                     ("unauthenticated", limits.failures),
                 ] {
-                    if let retryAfter = try take(bucket, limit) { return Self.rateLimited(retryAfter, "too many refused requests") }
+                    if let retryAfter = try take(bucket, limit) { return HTTPResponse.rateLimited(retryAfter, "too many refused requests") }
                 }
-                var response = Self.error(401, "unauthorized", "an API key of this app is required: Authorization: Bearer KEY")
+                var response = HTTPResponse.jsonError(401, "unauthorized", "an API key of this app is required: Authorization: Bearer KEY")
                 response.headers.append((name: "WWW-Authenticate", value: #"Bearer realm="attest-worker""#))
                 return response
             }
             if let retryAfter = try take("app:" + identity.appId, limits.perApp) {
-                return Self.rateLimited(retryAfter, "too many challenges for \(identity.appId)")
+                return HTTPResponse.rateLimited(retryAfter, "too many challenges for \(identity.appId)")
             }
         } catch {
             metrics.errors.labels(["db"]).increment()
             logger.error("challenge authentication failed", [("error", .string(error.description))])
-            return Self.error(503, "unavailable", "challenges cannot be issued right now")
+            return HTTPResponse.jsonError(503, "unavailable", "challenges cannot be issued right now")
         }
         do {
             let issued = try issue(teamId, bundleId)
@@ -125,26 +125,15 @@ public struct ChallengeEndpoint: Sendable {
         } catch {
             switch error {
             case .unknownApp:
-                return Self.error(404, "unknown_app", "app \(teamId).\(bundleId) is not registered")
+                return HTTPResponse.jsonError(404, "unknown_app", "app \(teamId).\(bundleId) is not registered")
             case .randomUnavailable(let failure):
                 logger.error("challenge issuance failed", [("error", .string(failure.description))])
-                return Self.error(503, "unavailable", "challenges cannot be issued right now")
+                return HTTPResponse.jsonError(503, "unavailable", "challenges cannot be issued right now")
             case .database(let failure):
                 metrics.errors.labels(["db"]).increment()
                 logger.error("challenge issuance failed", [("error", .string(failure.description))])
-                return Self.error(503, "unavailable", "challenges cannot be issued right now")
+                return HTTPResponse.jsonError(503, "unavailable", "challenges cannot be issued right now")
             }
         }
-    }
-
-    private static func rateLimited(_ retryAfter: Int, _ message: String) -> HTTPResponse {
-        var response = Self.error(429, "rate_limited", "\(message); retry in \(retryAfter) s")
-        response.headers.append((name: "Retry-After", value: String(retryAfter)))
-        return response
-    }
-
-    private static func error(_ status: Int, _ code: String, _ message: String) -> HTTPResponse {
-        let body = JSONValue.object([("error", .string(code)), ("message", .string(message))]).serialized()
-        return HTTPResponse(status: status, contentType: "application/json", body: Array(body.utf8))
     }
 }

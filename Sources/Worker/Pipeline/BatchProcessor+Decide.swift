@@ -69,7 +69,7 @@ extension BatchProcessor {
             now: now, brokerTimestampMs: entry.message.timestampMs, app: app.map { Self.rules($0, challenge: challenge) },
             key: known.map {
                 AttestedKey(device: StoredDevice(publicKey: $0.key, counter: $0.record.counter), environment: $0.record.environment)
-            },
+            }, keyRevokedAt: known?.record.revokedAt,
             quota: app.map { app in { job in ledger.admit(job, keyBytes: keyBytes, stored: known?.record, app: app) } })
         let checked = timed(job.kind) { verifier.check(job, inputs) }
         var verdict = checked.verdict

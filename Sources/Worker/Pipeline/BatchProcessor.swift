@@ -96,9 +96,13 @@ public final class BatchProcessor: Sendable {
             }
         }
 
-        let unknownKeys = Set(jobs.compactMap(\.keyBytes)).filter { devices.get($0) == nil }
-        let (stored, fetched) = try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(unknownKeys))
-        for record in fetched.values { devices.put(record) }
+        // Every key of the batch is read again, cached or not, in the same round trip: so a revocation (or
+        // any other worker's change) reaches this worker by its next batch; the cache saves parsing the key.
+        let batchKeys = Set(jobs.compactMap(\.keyBytes))
+        let (stored, fetched) = try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys))
+        for key in batchKeys {
+            if let record = fetched[key] { devices.put(record) } else { devices.remove(key) }
+        }
         try refreshApps(now: now, force: false)
 
         // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already used

@@ -1,9 +1,11 @@
 import AttestCrypto
 import Synchronization
 
-/// Attested keys parsed once and kept in memory, with the last counter this worker stored. The counter
-/// here is only a hint for deciding: the database's compare-and-set decides (CONTRACT 5), and a lost race is
-/// decided again against the stored state.
+/// Attested keys parsed once and kept in memory, with the last counter and revocation read or stored. Every
+/// batch reads its keys' rows again (``BatchProcessor/process(_:)``), so an entry is never older than the
+/// batch's prefetch: a revocation committed before it applies to the batch. The counter here is only a hint
+/// for deciding: the database's compare-and-set decides (CONTRACT 5), and a lost race is decided again
+/// against the stored state.
 public final class DeviceCache: Sendable {
     public struct Entry: Sendable {
         public var record: DeviceRecord

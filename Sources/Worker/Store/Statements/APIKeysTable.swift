@@ -1,3 +1,4 @@
+import AttestJobs
 import PostgresClient
 
 /// The SQL of `app_api_keys` (see ``APIKeyStore``).
@@ -14,6 +15,19 @@ enum APIKeysTable {
         struct Row: PGRowDecodable {
             let keyHash: [UInt8]
             init(row: PGRow) throws(PGError) { keyHash = try row.decode("key_hash") }
+        }
+    }
+
+    /// The app an unrevoked key belongs to; no row for a key that is not one (or is revoked).
+    struct Owner: PGOptionalRowStatement {
+        static let sql = "SELECT team_id, bundle_id FROM app_api_keys WHERE key_hash = $1 AND revoked_at IS NULL"
+        let parameters: [PGValue]
+
+        init(hash: [UInt8]) { parameters = [.bytes(hash)] }
+
+        struct Row: PGRowDecodable {
+            let app: AppIdentity
+            init(row: PGRow) throws(PGError) { app = AppIdentity(teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id")) }
         }
     }
 

@@ -14,6 +14,18 @@ enum AppsTable {
         typealias Row = AppPolicy
     }
 
+    /// One registered app; no row when it is not registered.
+    struct One: PGOptionalRowStatement {
+        static let sql = """
+            SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights FROM apps
+            WHERE team_id = $1 AND bundle_id = $2
+            """
+        typealias Row = AppPolicy
+        let parameters: [PGValue]
+
+        init(_ app: AppIdentity) { parameters = [.text(app.teamId), .text(app.bundleId)] }
+    }
+
     /// Registers or replaces an app.
     struct Upsert: PGCommandStatement {
         static let sql = """

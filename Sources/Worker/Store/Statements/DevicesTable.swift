@@ -1,3 +1,5 @@
+import AttestCore
+import AttestJobs
 import PostgresClient
 
 /// The SQL of `devices` read on its own (the attestation's device upsert travels with its verdict, in
@@ -6,8 +8,9 @@ enum DevicesTable {
     /// The devices with these keys (a batch's prefetch).
     struct ByKeys: PGStatement {
         static let sql = """
-            SELECT key_id, team_id, bundle_id, public_key, counter, environment, device_id, fingerprint FROM devices
-            WHERE key_id = ANY($1::bytea[])
+            SELECT key_id, team_id, bundle_id, public_key, counter, environment, device_id, fingerprint,
+                (extract(epoch FROM revoked_at) * 1000000)::bigint AS revoked_at_us
+            FROM devices WHERE key_id = ANY($1::bytea[])
             """
         typealias Row = DeviceRecord
         let parameters: [PGValue]
@@ -20,10 +23,70 @@ extension DeviceRecord: PGRowDecodable {
     /// The counter column is checked to fit 32 bits by the schema; a value beyond it is clamped, as before.
     public init(row: PGRow) throws(PGError) {
         let counter: Int64 = try row.decode("counter")
+        let revokedAt: Int64? = try row.decode("revoked_at_us")
         self.init(
             keyId: try row.decode("key_id"), teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id"),
             publicKey: try row.decode("public_key"), counter: UInt32(clamping: counter),
             environment: try row.decode("environment"), deviceId: try row.decode("device_id"),
-            fingerprint: try row.decode("fingerprint"))
+            fingerprint: try row.decode("fingerprint"), revokedAt: revokedAt.map(Timestamp.init(microseconds:)))
+    }
+}
+
+extension DevicesTable {
+    /// The device row `attest-worker device show` prints, with the risk state of its identity (the device's
+    /// deviceId in its app); times as RFC 3339 UTC seconds. No row when the key is not stored (for the app,
+    /// when one is given).
+    struct Show: PGOptionalRowStatement {
+        static let sql = """
+            SELECT d.key_id, d.team_id, d.bundle_id, d.counter, d.environment, d.device_id, d.fingerprint,
+                d.attestation_count, d.assertion_count,
+                to_char(d.attested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS attested_at,
+                to_char(d.last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS last_seen_at,
+                to_char(d.revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS revoked_at, d.revoked_reason,
+                r.score AS risk_score, r.category AS risk_category
+            FROM devices d
+            LEFT JOIN LATERAL (
+                SELECT score, category FROM device_risk
+                WHERE team_id = d.team_id AND bundle_id = d.bundle_id AND device_id = d.device_id
+                ORDER BY updated_at DESC LIMIT 1) r ON true
+            WHERE d.key_id = $1 AND ($2::text IS NULL OR d.team_id = $2) AND ($3::text IS NULL OR d.bundle_id = $3)
+            """
+        typealias Row = DeviceAdministration.Shown
+        let parameters: [PGValue]
+
+        init(keyId: [UInt8], app: AppIdentity?) {
+            parameters = [.bytes(keyId), app.map { .text($0.teamId) } ?? .null, app.map { .text($0.bundleId) } ?? .null]
+        }
+    }
+
+    /// Revokes one unrevoked key of an app at `at`; the device as revoked when it did, none when the key is
+    /// not stored for the app or was revoked already.
+    struct Revoke: PGOptionalRowStatement {
+        static let sql = """
+            UPDATE devices SET revoked_at = to_timestamp($4::bigint / 1000000.0), revoked_reason = $5
+            WHERE key_id = $1 AND team_id = $2 AND bundle_id = $3 AND revoked_at IS NULL
+            RETURNING key_id, team_id, bundle_id, public_key, counter, environment, device_id, fingerprint,
+                (extract(epoch FROM revoked_at) * 1000000)::bigint AS revoked_at_us
+            """
+        typealias Row = DeviceRecord
+        let parameters: [PGValue]
+
+        init(keyId: [UInt8], app: AppIdentity, at: Timestamp, reason: String?) {
+            parameters = [.bytes(keyId), .text(app.teamId), .text(app.bundleId), .int(at.microseconds), reason.map(PGValue.text) ?? .null]
+        }
+    }
+}
+
+extension DeviceAdministration.Shown: PGRowDecodable {
+    public init(row: PGRow) throws(PGError) {
+        let counter: Int64 = try row.decode("counter")
+        self.init(
+            keyId: try row.decode("key_id"), app: AppIdentity(teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id")),
+            counter: counter, environment: try row.decode("environment"), deviceId: try row.decode("device_id"),
+            fingerprint: try row.decode("fingerprint"), attestations: try row.decode("attestation_count"),
+            assertions: try row.decode("assertion_count"), attestedAt: try row.decode("attested_at"),
+            lastSeenAt: try row.decode("last_seen_at"), revokedAt: try row.decode("revoked_at"),
+            revokedReason: try row.decode("revoked_reason"), riskScore: try row.decode("risk_score"),
+            riskCategory: try row.decode("risk_category"))
     }
 }
