@@ -80,6 +80,8 @@ let package = Package(
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
+        // The benchmark's own arithmetic (/proc parsing, latency stages), against the executable's internals.
+        .testTarget(name: "AttestBenchTests", dependencies: ["attest-bench"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),

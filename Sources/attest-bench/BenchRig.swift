@@ -17,6 +17,9 @@ final class BenchRig {
     struct Options {
         var threads = ProcessInfo.processInfo.activeProcessorCount
         var batchSize: Int?
+        /// `fetch.wait.max.ms` of the worker's and the verdict reader's consumers (`--fetch-wait-ms`): the
+        /// test broker does not wake a waiting fetch, so its fetch wait is latency a real Kafka does not add.
+        var fetchWaitMs: Int?
         var topicPrefix: String?
         var brokers: String
         var databaseURL: String
@@ -35,6 +38,7 @@ final class BenchRig {
             kafkaProperties = environment["ATTEST_KAFKA_PROPERTIES"] ?? ""
             if let threads = try args.integer("threads", min: 1) { self.threads = threads }
             batchSize = try args.integer("batch-size", min: 1)
+            fetchWaitMs = try args.integer("fetch-wait-ms", min: 0)
             topicPrefix = try args.option("topics")
             worker = try args.option("worker") ?? Self.besideThisExecutable("attest-worker")
             guard FileManager.default.isExecutableFile(atPath: worker) else {
@@ -54,6 +58,8 @@ final class BenchRig {
         let verdicts: VerdictCollector
         let producer: JobProducer
         let worker: WorkerProcess
+        /// The worker's operations listener (/metrics), on loopback.
+        let opsPort: Int
         /// PostgreSQL's fsync and synchronous_commit settings during the run.
         let durability: String
     }
@@ -69,7 +75,7 @@ final class BenchRig {
     let verifier: JobVerifier
     private let directory: URL
     private let anchors: (attestation: String, receipt: String)
-    private let connection: PGReconnectingConnection
+    let connection: PGReconnectingConnection
     private(set) var live: Live?
 
     init(options: Options) throws {
@@ -105,12 +111,15 @@ final class BenchRig {
         try KafkaAdmin(properties: producerProperties).createTopics([
             (topics.jobs, Self.partitions), (topics.verdicts, Self.partitions), (topics.deadLetters, 1),
         ])
+        let opsPort = try WorkerScrape.freeLoopbackPort()
         let live = Live(
-            verdicts: try VerdictCollector(properties: clientProperties, topic: topics.verdicts),
+            verdicts: try VerdictCollector(
+                properties: clientProperties, topic: topics.verdicts, fetchWaitMs: options.fetchWaitMs ?? 10),
             producer: try JobProducer(properties: producerProperties, topic: topics.jobs),
             worker: try WorkerProcess(
-                binary: options.worker, environment: workerEnvironment(topics: topics, logLevel: logLevel),
+                binary: options.worker, environment: workerEnvironment(topics: topics, logLevel: logLevel, opsPort: opsPort),
                 logPath: directory.appendingPathComponent("worker.log").path),
+            opsPort: opsPort,
             durability: "fsync=\(settings.fsync) synchronous_commit=\(settings.synchronousCommit)")
         self.live = live
         return live
@@ -157,7 +166,7 @@ final class BenchRig {
     /// and client settings; everything else at the worker's defaults (ATTEST_* of the caller's environment
     /// are not passed on).
     private func workerEnvironment(
-        topics: (jobs: String, verdicts: String, deadLetters: String), logLevel: String
+        topics: (jobs: String, verdicts: String, deadLetters: String), logLevel: String, opsPort: Int
     ) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ATTEST_") }
         environment.merge([
@@ -166,9 +175,13 @@ final class BenchRig {
             "ATTEST_VERDICTS_TOPIC": topics.verdicts, "ATTEST_DEADLETTER_TOPIC": topics.deadLetters,
             "ATTEST_CONSUMER_GROUP": "bench-\(runId)", "ATTEST_TRUST_ANCHORS": anchors.attestation,
             "ATTEST_RECEIPT_TRUST_ANCHORS": anchors.receipt,
-            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": logLevel,
+            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:\(opsPort)", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": logLevel,
         ]) { _, new in new }
         if let batchSize = options.batchSize { environment["ATTEST_BATCH_SIZE"] = "\(batchSize)" }
+        // A repeated key keeps its last value (KafkaProperties.parse).
+        if let fetchWaitMs = options.fetchWaitMs {
+            environment["ATTEST_KAFKA_PROPERTIES"] = options.kafkaProperties + "\nfetch.wait.max.ms=\(fetchWaitMs)"
+        }
         return environment
     }
 

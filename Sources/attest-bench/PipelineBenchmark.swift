@@ -16,7 +16,8 @@ struct PipelineBenchmark: Subcommand {
     static let help = """
         usage: attest-bench pipeline [--json] [--devices N] [--latency-seconds S] [--threads T]
                                      [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
-                                     [--database-url URL] [--worker PATH]
+                                     [--database-url URL] [--worker PATH] [--rate R] [--fetch-wait-ms W]
+                                     [--postgres-pid PID] [--broker-pid PID]
 
         Mints N devices (default 10000) under a fresh test PKI, each with one attestation then nine
         assertions (10% / 90%), one invalid assertion on every other device (5% of all jobs); registers a
@@ -27,8 +28,19 @@ struct PipelineBenchmark: Subcommand {
                       kept in memory, serialize the verdict): no broker, no database; half of the devices
                       before the pipeline phases, half after;
           throughput  every job produced at once, keyed by keyId: jobs / (last verdict − first produce);
-          latency     fresh devices' jobs, same mix, produced evenly at half that rate for S seconds
-                      (default 10): p50 and p99 of verdict consumed − job produced.
+          latency     fresh devices' jobs, same mix, produced evenly at half that rate (R jobs/s with
+                      --rate) for S seconds (default 10): p50 and p99 of verdict consumed − job produced,
+                      split at the verdict's create time (the worker hands it to its producer after storing
+                      it): job → verdict (broker, buffer, deciding, storing) and the verdict's trip
+                      (publishing, the reader's fetch); and the worker's own stages from its
+                      attest_job_stage_seconds histogram, scraped before and after the phase, as the
+                      bucket bounds of p50 and p99: broker (created → consumed), queued (created → batch
+                      start), batch (deciding and storing), publish (verdict produced → acknowledged).
+          cost        over the throughput phase, per job: CPU time of the worker, of PostgreSQL (the
+                      postmaster PID and its backends) and of the broker (PID), from /proc; the WAL bytes
+                      written; and over every phase, rows inserted, updated and deleted in the user tables.
+        --fetch-wait-ms W sets fetch.wait.max.ms of the worker's and the verdict reader's consumers (the
+        reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it).
         Then checks every job of both phases against the verdicts topic and PostgreSQL: lost (no verdict
         published or none stored), decided twice (two different verdicts published, or the published one
         is not the stored one), and that each verdict accepts exactly the jobs minted valid.
@@ -39,19 +51,35 @@ struct PipelineBenchmark: Subcommand {
         beside this executable (both products of one `swift build`). Progress goes to stderr. Exit status 1 when a
         job was lost, decided twice or decided against its expected outcome.
         --json prints one object: {"jobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
-        "duplicates"}; jobs is the throughput phase's count, lost and duplicates cover both phases.
+        "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "verdictTripP50Ms",
+        "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
+        "walBytesPerJob", "rowsPerJob"}; jobs is the throughput phase's count, lost and duplicates cover
+        both phases; a CPU figure is null when its PID was not given or the process restarted.
         """
 
     /// What the command line chose.
     struct Options {
         var devices = 10_000
         var latencySeconds = 10.0
+        /// The latency phase's rate, jobs/s; nil: half the measured throughput.
+        var rate: Double?
+        var postgresPid: Int32?
+        var brokerPid: Int32?
         var rig: BenchRig.Options
 
         init(_ args: inout Arguments) throws {
             rig = try BenchRig.Options(&args)
             if let devices = try args.integer("devices", min: 2) { self.devices = devices }
             if let seconds = try args.integer("latency-seconds", min: 1) { latencySeconds = Double(seconds) }
+            if let rate = try args.integer("rate", min: 1) { self.rate = Double(rate) }
+            postgresPid = try Self.pid(&args, "postgres-pid")
+            brokerPid = try Self.pid(&args, "broker-pid")
+        }
+
+        private static func pid(_ args: inout Arguments, _ name: String) throws -> Int32? {
+            guard let value = try args.integer(name, min: 1) else { return nil }
+            guard let pid = Int32(exactly: value) else { throw Arguments.UsageError(description: "--\(name) is not a PID") }
+            return pid
         }
     }
 
@@ -69,6 +97,13 @@ struct PipelineBenchmark: Subcommand {
         var latencyJobs: Int
         var p50Ms: Double
         var p99Ms: Double
+        var stages: LatencyStages
+        /// The worker's own stage histograms over the latency phase.
+        var workerStages: StageHistogram
+        /// The throughput phase's cost, and rows written over every phase with the jobs of every phase.
+        var cost: PhaseCost
+        var rowsWritten: Int64
+        var allJobs: Int
         var lost: Int
         var duplicates: Int
         /// Identical verdicts published again for a job (a redelivered job republishes its stored verdict).
@@ -83,8 +118,32 @@ struct PipelineBenchmark: Subcommand {
                 ("jobs", .int(Int64(jobs))), ("jobsPerSec", .int(Int64(jobsPerSec.rounded()))),
                 ("coreJobsPerSec", .int(Int64(coreJobsPerSec.rounded()))), ("p50Ms", .double(Self.tenths(p50Ms))),
                 ("p99Ms", .double(Self.tenths(p99Ms))), ("lost", .int(Int64(lost))),
-                ("duplicates", .int(Int64(duplicates))),
+                ("duplicates", .int(Int64(duplicates))), ("latencyRate", .int(Int64(latencyRate.rounded()))),
+                ("toVerdictP50Ms", .double(PipelineBenchmark.percentile(stages.toVerdictMs, 0.50))),
+                ("toVerdictP99Ms", .double(PipelineBenchmark.percentile(stages.toVerdictMs, 0.99))),
+                ("verdictTripP50Ms", .double(PipelineBenchmark.percentile(stages.verdictTripMs, 0.50))),
+                ("verdictTripP99Ms", .double(PipelineBenchmark.percentile(stages.verdictTripMs, 0.99))),
+                ("stagesMs", .object(StageHistogram.order.map { stage -> (String, JSONValue) in
+                    (stage, .object([("p50", bound(stage, 0.50)), ("p99", bound(stage, 0.99))]))
+                })),
+                ("workerCpuMsPerJob", perJob(cost.workerSeconds)), ("postgresCpuMsPerJob", perJob(cost.postgresSeconds)),
+                ("brokerCpuMsPerJob", perJob(cost.brokerSeconds)),
+                ("walBytesPerJob", .int(Int64((Double(cost.walBytes) / Double(max(1, jobs))).rounded()))),
+                ("rowsPerJob", .double((Double(rowsWritten) / Double(max(1, allJobs)) * 100).rounded() / 100)),
             ])
+        }
+
+        private func bound(_ stage: String, _ p: Double) -> JSONValue {
+            workerStages.quantileMs(stage, p).map(JSONValue.double) ?? .null
+        }
+
+        /// CPU seconds of the throughput phase as milliseconds per job, to the hundredth; null when not measured.
+        private func perJob(_ seconds: Double?) -> JSONValue {
+            seconds.map { .double(($0 * 1000 / Double(max(1, jobs)) * 100).rounded() / 100) } ?? .null
+        }
+
+        private func cpuText(_ seconds: Double?) -> String {
+            seconds.map { String(format: "%8.3f ms/job", $0 * 1000 / Double(max(1, jobs))) } ?? "       — (no PID)"
         }
 
         private static func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }
@@ -101,6 +160,21 @@ struct PipelineBenchmark: Subcommand {
                 row("end to end / in-process", String(format: "%8.2f", jobsPerSec / coreJobsPerSec)),
                 row(String(format: "latency at %.0f jobs/s (%d jobs)", latencyRate, latencyJobs),
                     String(format: "p50 %.1f ms, p99 %.1f ms", p50Ms, p99Ms)),
+                row("  job → verdict handed to producer",
+                    String(format: "p50 %.0f ms, p99 %.0f ms", PipelineBenchmark.percentile(stages.toVerdictMs, 0.50),
+                        PipelineBenchmark.percentile(stages.toVerdictMs, 0.99))),
+                row("  verdict publish and trip to the reader",
+                    String(format: "p50 %.0f ms, p99 %.0f ms", PipelineBenchmark.percentile(stages.verdictTripMs, 0.50),
+                        PipelineBenchmark.percentile(stages.verdictTripMs, 0.99))),
+                row("  worker's stages (bucket bounds, ms)", StageHistogram.order.map { stage in
+                    "\(stage) \(workerStages.quantileMs(stage, 0.50).map { String(format: "%g", $0) } ?? "?")/"
+                        + "\(workerStages.quantileMs(stage, 0.99).map { String(format: "%g", $0) } ?? "?")"
+                }.joined(separator: ", ") + " (p50/p99)"),
+                row("CPU, worker (throughput phase)", cpuText(cost.workerSeconds)),
+                row("CPU, PostgreSQL", cpuText(cost.postgresSeconds)),
+                row("CPU, broker", cpuText(cost.brokerSeconds)),
+                row("WAL", String(format: "%8.0f bytes/job", Double(cost.walBytes) / Double(max(1, jobs)))),
+                row("rows inserted/updated/deleted (all phases)", String(format: "%8.2f rows/job", Double(rowsWritten) / Double(max(1, allJobs)))),
                 row("lost", "\(lost)"),
                 row("decided twice", "\(duplicates)"),
                 row("identical verdicts republished", "\(copies)"),
@@ -156,21 +230,29 @@ struct PipelineBenchmark: Subcommand {
         }
         let firstHalf = try verifyInProcess(0)
 
+        let rowsBefore = try rig.connection.run { c throws(PGError) in try c.execute(DatabaseCost.RowsWritten()) }
         let live = try rig.start()
+        let processes = PhaseCost.Processes(worker: live.worker.pid, postgres: options.postgresPid, broker: options.brokerPid)
         let pipeline = Pipeline(producer: live.producer, verdicts: live.verdicts, worker: live.worker)
         // Warm-up: the worker and the reader have joined their groups once these have verdicts.
         _ = try pipeline.produceAtOnce(warmUp, phase: "warm-up", stallSeconds: 60)
         Self.note("throughput: producing \(stream.jobs.count) jobs")
+        let before = try PhaseCost.Reading.now(processes, connection: rig.connection)
         let jobsPerSec = try pipeline.produceAtOnce(stream, phase: "throughput phase", stallSeconds: 30)
+        let cost = try PhaseCost.since(before, processes, connection: rig.connection)
         Self.note(String(format: "throughput: %.0f jobs/s end to end", jobsPerSec))
-        let rate = jobsPerSec / 2
+        let rate = options.rate ?? jobsPerSec / 2
         let paced = try mint(max(1, Int((rate * options.latencySeconds).rounded(.up)) / 10), "l")
         Self.note(String(format: "latency: producing %d jobs at %.0f jobs/s", paced.jobs.count, rate))
-        let latencies = try pipeline.producePaced(paced, rate: rate)
+        let scraped = try StageHistogram(exposition: WorkerScrape.metrics(port: live.opsPort))
+        let (latencies, stages) = try pipeline.producePaced(paced, rate: rate)
+        let workerStages = try StageHistogram(exposition: WorkerScrape.metrics(port: live.opsPort)).since(scraped)
 
         // Stop the worker in order (a redelivery while it leaves would publish again), then check every job.
         live.worker.stop(seconds: 30)
         let secondHalf = try verifyInProcess(1)
+        // After the worker has stopped: its backends have reported their counts as they exited.
+        let rowsAfter = try rig.connection.run { c throws(PGError) in try c.execute(DatabaseCost.RowsWritten()) }
         let check = BenchRig.check(
             (warmUp.jobs + stream.jobs + paced.jobs).map { ($0.jobId, $0.expectedOK) }, published: live.verdicts.records,
             stored: try rig.storedVerdicts())
@@ -179,7 +261,8 @@ struct PipelineBenchmark: Subcommand {
             jobsPerSec: jobsPerSec,
             coreJobsPerSec: Double(firstHalf.jobs + secondHalf.jobs) / (firstHalf.seconds + secondHalf.seconds),
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
-            p99Ms: Self.percentile(latencies, 0.99), lost: check.lost, duplicates: check.duplicates, copies: check.copies,
+            p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, rowsWritten: rowsAfter.total &- rowsBefore.total,
+            allJobs: warmUp.jobs.count + stream.jobs.count + paced.jobs.count, lost: check.lost, duplicates: check.duplicates, copies: check.copies,
             unexpected: check.unexpected)
     }
 
@@ -203,24 +286,33 @@ struct PipelineBenchmark: Subcommand {
         }
 
         /// Produces the jobs evenly spaced at `rate` per second and waits for their verdicts; returns each
-        /// job's latency from being handed to the producer to its verdict being read, in milliseconds, sorted.
-        func producePaced(_ workload: PipelineWorkload, rate: Double) throws -> [Double] {
+        /// job's latency from being handed to the producer to its verdict being read, in milliseconds, sorted,
+        /// and the same split at the verdict's create time.
+        func producePaced(_ workload: PipelineWorkload, rate: Double) throws -> ([Double], LatencyStages) {
             verdicts.expect(workload.jobs.map(\.jobId))
             var sentAt = [UInt64](repeating: 0, count: workload.jobs.count)
+            var sentWallMs = [Int64](repeating: 0, count: workload.jobs.count)
             let start = DispatchTime.now().uptimeNanoseconds
             for (i, message) in workload.jobs.enumerated() {
                 let due = start + UInt64(Double(i) / rate * 1e9)
                 let now = DispatchTime.now().uptimeNanoseconds
                 if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
                 sentAt[i] = DispatchTime.now().uptimeNanoseconds
+                sentWallMs[i] = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
                 try producer.send(message)
             }
             try producer.flush()
             try settle("latency phase", stallSeconds: 30)
             let records = verdicts.records
-            return workload.jobs.indices.compactMap { i in
+            let latencies = workload.jobs.indices.compactMap { i in
                 records[workload.jobs[i].jobId].map { Double($0.firstSeen - sentAt[i]) / 1e6 }
             }.sorted()
+            let stages = LatencyStages(workload.jobs.indices.compactMap { i in
+                records[workload.jobs[i].jobId].map {
+                    LatencyStages.Sample(sentMs: sentWallMs[i], createdMs: $0.createdMs, readMs: $0.firstSeenWallMs)
+                }
+            })
+            return (latencies, stages)
         }
 
         /// Waits for the announced verdicts; fails when the worker is gone, notes jobs still without one.

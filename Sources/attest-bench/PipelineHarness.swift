@@ -50,6 +50,10 @@ final class VerdictCollector: Sendable {
     struct Record: Sendable {
         /// `DispatchTime` uptime of the poll that returned the first copy, in nanoseconds.
         var firstSeen: UInt64
+        /// The same moment on the wall clock, and the first copy's create time (the worker's producer
+        /// stamped it when it handed the verdict over), in milliseconds since 1970: the verdict's trip.
+        var firstSeenWallMs: Int64
+        var createdMs: Int64?
         /// Whether the first verdict accepted the job.
         var ok: Bool
         /// SHA-256 of each distinct verdict text, first one first.
@@ -69,14 +73,15 @@ final class VerdictCollector: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
 
-    /// `properties`: the client settings with `bootstrap.servers`; the fetch wait is cut to 10 ms, since
-    /// the measuring consumer must not add the broker's unwoken fetch wait to the latencies it measures.
-    init(properties: [String: String], topic: String) throws {
+    /// `properties`: the client settings with `bootstrap.servers`; the fetch wait is cut to `fetchWaitMs`
+    /// (10 by default), since the measuring consumer must not add the broker's unwoken fetch wait to the
+    /// latencies it measures.
+    init(properties: [String: String], topic: String, fetchWaitMs: Int = 10) throws {
         var properties = properties
         properties["group.id"] = "bench-verdicts-\(UUID().uuidString)"
         properties["auto.offset.reset"] = "earliest"
         properties["enable.auto.commit"] = "false"
-        properties["fetch.wait.max.ms"] = "10"
+        properties["fetch.wait.max.ms"] = "\(fetchWaitMs)"
         consumer = try KafkaConsumer(properties: properties, topics: [topic], delegate: nil)
         let thread = Thread { [self] in pollLoop() }
         thread.name = "bench-verdicts"
@@ -88,11 +93,12 @@ final class VerdictCollector: Sendable {
             let messages = consumer.poll(max: 1000, timeoutMs: 50)
             guard !messages.isEmpty else { continue }
             let now = DispatchTime.now().uptimeNanoseconds
-            let arrivals = messages.compactMap { message -> (jobId: String, digest: [UInt8], ok: Bool)? in
+            let wallMs = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+            let arrivals = messages.compactMap { message -> (jobId: String, digest: [UInt8], ok: Bool, createdMs: Int64?)? in
                 guard let header = message.headers.first(where: { $0.name == "jobId" }) else { return nil }
                 return (
                     String(decoding: header.value, as: UTF8.self), Digest.sha256.hash(message.value),
-                    Self.accepts(message.value)
+                    Self.accepts(message.value), message.timestampMs
                 )
             }
             state.withLock { state in
@@ -103,7 +109,8 @@ final class VerdictCollector: Sendable {
                         state.records[arrival.jobId] = record
                     } else {
                         state.records[arrival.jobId] = Record(
-                            firstSeen: now, ok: arrival.ok, digests: [arrival.digest], copies: 1)
+                            firstSeen: now, firstSeenWallMs: wallMs, createdMs: arrival.createdMs, ok: arrival.ok,
+                            digests: [arrival.digest], copies: 1)
                         state.waiting.remove(arrival.jobId)
                     }
                 }
@@ -177,6 +184,9 @@ final class WorkerProcess {
     }
 
     var isRunning: Bool { process.isRunning }
+
+    /// The worker's pid (setpriv execs the worker, so the PID is its own).
+    var pid: Int32 { process.processIdentifier }
 
     /// The worker's resident memory in MiB, from /proc (setpriv execs the worker, so the PID is its own).
     var residentMiB: Double? {

@@ -18,6 +18,7 @@ public final class WorkerMetrics: Sendable {
     let batchSeconds: Histogram
     let receivedToVerdict: Histogram
     let verificationSeconds: Histogram
+    let stageSeconds: Histogram
     let errors: Counter
     let publishRetries: Counter
     let publishRefused: Counter
@@ -49,6 +50,14 @@ public final class WorkerMetrics: Sendable {
         verificationSeconds = registry.histogram(
             "attest_verification_seconds", help: "Time to verify one job (the core's checks), by kind.", labelNames: ["kind"],
             buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
+        // Per job, so that quantiles over the series are a job's, not a batch's; the benchmark diffs the
+        // buckets around its latency phase (issue 14: find the tail by stage, not by guess).
+        stageSeconds = registry.histogram(
+            "attest_job_stage_seconds",
+            help: "A job's time per stage: broker (created → consumed), queued (created → its batch starts: broker and buffer), "
+                + "batch (deciding and storing its batch), publish (verdict handed to the producer → acknowledged).",
+            labelNames: ["stage"],
+            buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10])
         errors = registry.counter("attest_errors_total", help: "Database and producer errors.", labelNames: ["component"])
         database = DatabaseHealth(
             readiness: readiness,

@@ -203,7 +203,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             let messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
             metrics.readiness.markReady(.broker)
-            for message in messages { metrics.consumed.labels([message.topic]).increment() }
+            let consumedMs = wallMilliseconds()
+            for message in messages {
+                metrics.consumed.labels([message.topic]).increment()
+                observeStage("broker", since: message.timestampMs, now: consumedMs)
+            }
             apply { $0.received(messages) }
         }
         apply { $0.pollStopped() }
@@ -235,14 +239,29 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         while let batch = nextBatch(lane: lane) {
             metrics.batchSize.observe(Double(batch.count))
             let started = ContinuousClock.now
+            let startedMs = wallMilliseconds()
+            for message in batch { observeStage("queued", since: message.timestampMs, now: startedMs) }
             guard let outbound = processWithRetries(batch[...], processors[lane]) else {
                 abandon(batch)
                 continue
             }
-            metrics.batchSeconds.observe(ContinuousClock.now - started)
+            let took = ContinuousClock.now - started
+            metrics.batchSeconds.observe(took)
+            let stage = metrics.stageSeconds.labels(["batch"])
+            for _ in batch { stage.observe(took) }
             for out in outbound { publish(out) }
         }
         apply { $0.laneStopped() }
+    }
+
+    /// The injected clock's wall time in milliseconds, the unit of the broker's create timestamps.
+    private func wallMilliseconds() -> Int64 { processors[0].verifier.clock.now().microseconds / 1000 }
+
+    /// A stage that began at a message's create time (the producer's wall clock); none without one, and a
+    /// producer's clock ahead of ours counts zero.
+    private func observeStage(_ stage: String, since createdMs: Int64?, now: Int64) {
+        guard let createdMs else { return }
+        metrics.stageSeconds.labels([stage]).observe(Double(max(0, now &- createdMs)) / 1000)
     }
 
     /// Up to `batchSize` of the lane's buffered messages, waiting for them; nil once stopping and drained.
@@ -331,12 +350,15 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         var queueFull = 0
         var queueBackoff = Backoff(initial: .milliseconds(5), cap: .milliseconds(500))
         while true {
+            let handed = ContinuousClock.now
             do {
                 try producer.produce(
                     topic: out.topic, partition: out.partition, key: out.key, value: out.value, headers: out.headers
                 ) { [self] result in
                     switch result {
-                    case .success: delivered(out)
+                    case .success:
+                        if case .verdict = out.kind { metrics.stageSeconds.labels(["publish"]).observe(ContinuousClock.now - handed) }
+                        delivered(out)
                     case .failure(let error): deliveryFailed(out, error, retry: retry)
                     }
                 }

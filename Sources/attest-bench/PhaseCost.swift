@@ -1,0 +1,51 @@
+import PostgresClient
+
+/// What one phase of the benchmark cost the processes that ran it, from a reading before and one after:
+/// CPU seconds of the worker, of PostgreSQL (the postmaster and its backends) and of the broker, and the
+/// WAL bytes written.
+struct PhaseCost {
+    /// The processes to account: the worker's pid, the postmaster's and the broker's (nil: not measured).
+    struct Processes {
+        var worker: Int32
+        var postgres: Int32?
+        var broker: Int32?
+    }
+
+    /// One reading of the counters.
+    struct Reading {
+        var worker: Double?
+        var postgres: Double?
+        var broker: Double?
+        var lsn: String
+
+        static func now(_ processes: Processes, connection: PGReconnectingConnection) throws -> Reading {
+            let stats = ProcessCPU.readAll()
+            let lsn = try connection.run { c throws(PGError) in try c.execute(DatabaseCost.WALPosition()).lsn }
+            return Reading(
+                worker: ProcessCPU.seconds(tree: processes.worker, in: stats),
+                postgres: processes.postgres.flatMap { ProcessCPU.seconds(tree: $0, in: stats) },
+                broker: processes.broker.flatMap { ProcessCPU.seconds(tree: $0, in: stats) }, lsn: lsn)
+        }
+    }
+
+    var workerSeconds: Double?
+    var postgresSeconds: Double?
+    var brokerSeconds: Double?
+    var walBytes: Int64
+
+    /// The cost between `before` and now.
+    static func since(_ before: Reading, _ processes: Processes, connection: PGReconnectingConnection) throws -> PhaseCost {
+        let after = try Reading.now(processes, connection: connection)
+        let wal = try connection.run { c throws(PGError) in try c.execute(DatabaseCost.WALBytesSince(lsn: before.lsn)).bytes }
+        return PhaseCost(
+            workerSeconds: difference(before.worker, after.worker), postgresSeconds: difference(before.postgres, after.postgres),
+            brokerSeconds: difference(before.broker, after.broker), walBytes: wal)
+    }
+
+    /// after − before, nil when either is missing (the process was not running at one of them, a restarted
+    /// one would count from zero).
+    static func difference(_ before: Double?, _ after: Double?) -> Double? {
+        guard let before, let after, after >= before else { return nil }
+        return after - before
+    }
+}
