@@ -7,17 +7,20 @@ import PostgresClient
 
 /// The SQL of `apps`: the registered apps and their policies.
 enum AppsTable {
+    /// What an `AppPolicy` is decoded from: one list, so every statement reading apps reads all of it.
+    static let policyColumns =
+        "team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights, custom_claims"
+
     /// Every registered app.
     struct All: PGStatement {
-        static let sql =
-            "SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights, custom_claims FROM apps"
+        static let sql = "SELECT \(AppsTable.policyColumns) FROM apps"
         typealias Row = AppPolicy
     }
 
     /// One registered app; no row when it is not registered.
     struct One: PGOptionalRowStatement {
         static let sql = """
-            SELECT team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights FROM apps
+            SELECT \(AppsTable.policyColumns) FROM apps
             WHERE team_id = $1 AND bundle_id = $2
             """
         typealias Row = AppPolicy
