@@ -73,9 +73,11 @@ public final class EventPublisher: Service {
         task.start()
     }
 
-    /// Waits for the round in progress (bounded by the connection's retry timeout and the delivery
+    /// Cancels the connection's retries, so a round waiting out a database outage ends at once (its rows
+    /// stay unpublished for the next worker), waits for the round in progress (bounded by the delivery
     /// timeout), then delivers or fails what the producer still holds.
     public func stop(deadline: ContinuousClock.Instant) {
+        connection.cancel()
         task.withLock { $0 }?.stop()
         let left = deadline - .now
         producer.close(timeoutMs: Int32(clamping: max(left.components.seconds * 1000, 0)))

@@ -12,6 +12,8 @@ public final class ChallengePurger: Service {
     public let name = "challenge purger"
     /// Purges now and then every interval.
     private let task: PeriodicTask
+    /// Its own connection, cancelled on stop so a purge waiting out an outage does not hold the shutdown.
+    private let connection: PGReconnectingConnection
 
     /// - Parameter maxJobAgeSeconds: the worker's `ATTEST_MAX_JOB_AGE`.
     /// - Parameter rateBucketIdleSeconds: the longest time any configured HTTP rate bucket takes to refill.
@@ -22,9 +24,8 @@ public final class ChallengePurger: Service {
         interval: Duration = .seconds(600)
     ) {
         // A connection of its own, giving up on an outage after a while (the next round tries again).
-        let store = AttestStore(
-            connection: PGReconnectingConnection(
-                conninfo: conninfo, applicationName: "attest-worker-purge", retryTimeout: .seconds(30)))
+        connection = PGReconnectingConnection(conninfo: conninfo, applicationName: "attest-worker-purge", retryTimeout: .seconds(30))
+        let store = AttestStore(connection: connection)
         let retainSeconds = maxJobAgeSeconds + 3600
         task = PeriodicTask(name: "purger", every: interval) {
             Self.purge(store, retainSeconds: retainSeconds, rateBucketIdleSeconds: rateBucketIdleSeconds, logger: logger)
@@ -34,8 +35,12 @@ public final class ChallengePurger: Service {
     /// Purges now and then every `interval`, on a thread of its own.
     public func start(failed: @escaping @Sendable (any Error) -> Void) { task.start() }
 
-    /// Waits for a purge in progress (its connection gives up on an outage after 30 s).
-    public func stop(deadline: ContinuousClock.Instant) { task.stop() }
+    /// Cancels the connection's retries and waits for a purge in progress (work the database accepts still
+    /// finishes; the next worker's purger deletes what this one did not).
+    public func stop(deadline: ContinuousClock.Instant) {
+        connection.cancel()
+        task.stop()
+    }
 
     /// One round: failures are logged, and the next round tries again.
     private static func purge(_ store: AttestStore, retainSeconds: Int64, rateBucketIdleSeconds: Int64, logger: Logger) {
