@@ -28,7 +28,9 @@ enum IntelligenceWrites {
         guard !counted.isEmpty else { return nil }
         let crossings = pipeline.append(MonthlyCountsTable.Count(counted, of: decisions))
         // The events outbox: the crossings that count just recorded.
-        let months = counted.map { decisions[$0].intelligence! }.map { AppMonth(teamId: $0.device.teamId, bundleId: $0.device.bundleId, month: $0.month) }
+        let months = counted.compactMap { decisions[$0].intelligence }.map {
+            AppMonth(teamId: $0.device.teamId, bundleId: $0.device.bundleId, month: $0.month)
+        }
         pipeline.append(EventsTable.QuotaCrossings(months))
         return crossings
     }
