@@ -39,6 +39,8 @@ let package = Package(
         // the risk score and its policy, the monthly quota rule. The worker stores it, the offline verifier
         // scores a job alone with it.
         .target(name: "DeviceIntelligence", dependencies: ["AttestCore", "AttestVerifier"]),
+        // Apple's fraud-risk receipts: the exchange of a device's receipt for a refreshed one, classified.
+        .target(name: "AppleReceipts", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "Durations"]),
         // Job and verdict JSON shared by the offline verifier and the worker (the verdict carries the device's
         // intelligence); classification of consumed records and their dead letters.
         .target(
@@ -58,7 +60,7 @@ let package = Package(
         // The service: configuration, storage, the consume → verify → store → publish pipeline.
         .target(
             name: "Worker",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
+            dependencies: ["AppleReceipts", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
                 "KafkaClient", "PostgresClient", "Observability", "Durations", "ConcurrentMap", "Lifecycle"],
             resources: [.copy("Migrations")]
         ),
