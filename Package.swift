@@ -52,7 +52,7 @@ let package = Package(
         // Consumed Kafka records as plain values (no librdkafka), what classification and its fuzz target read.
         .target(name: "KafkaRecords"),
         // Thin owners of librdkafka and libpq objects.
-        .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations", "Lifecycle"]),
+        .target(name: "KafkaClient", dependencies: ["AttestCore", "CRdKafka", "KafkaRecords", "Durations", "Lifecycle"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints, the
         // structured logger.

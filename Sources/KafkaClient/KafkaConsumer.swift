@@ -21,10 +21,10 @@ public protocol KafkaRebalanceDelegate: AnyObject, Sendable {
 /// A group consumer over one librdkafka consumer handle.
 ///
 /// `poll` belongs to one dedicated thread (the "poll thread"), which also runs the rebalance delegate and
-/// the error handler. `pause`, `resume`, `storeOffsets`, `commitSync`, `assignment`, `committed` and
-/// `lag` are safe from any thread, including from the delegate during a rebalance. `close` is called
-/// from the poll thread or after it stopped polling; after `close` every call is a harmless no-op or
-/// throws ``KafkaError/Code/state``.
+/// the error handler. `pause`, `resume`, `storeOffsets`, `commitSync`, `assignment`, `committed`, `lag`
+/// and `storedLag` are safe from any thread, including from the delegate during a rebalance. `close` is
+/// called from the poll thread or after it stopped polling; after `close` every call is a harmless no-op
+/// or throws ``KafkaError/Code/state``.
 public final class KafkaConsumer: Sendable {
     private let state: Mutex<State>
     private let limits: KafkaMessage.Limits
@@ -65,6 +65,15 @@ public final class KafkaConsumer: Sendable {
             let error = KafkaError.resolving(
                 rd_kafka_resp_err_t(rawValue: err), reason: reason.map { String(cString: $0) }, client: client)
             Unmanaged<ConsumerContext>.fromOpaque(opaque).takeUnretainedValue().report(error)
+        }
+        // Served by `poll` like the other callbacks; 0 hands the JSON back to librdkafka to free.
+        rd_kafka_conf_set_stats_cb(config.pointer) { _, json, length, opaque in
+            guard let json, let opaque else { return 0 }
+            let bytes = Array(UnsafeRawBufferPointer(start: json, count: length))
+            Unmanaged<ConsumerContext>.fromOpaque(opaque).takeUnretainedValue().statistics.withLock {
+                $0 = ConsumerStatistics(json: bytes)
+            }
+            return 0
         }
         let context = ConsumerContext(delegate: delegate, onError: onError)
         let client = try RDKafkaHandle(RD_KAFKA_CONSUMER, config: config, context: context)
@@ -192,6 +201,21 @@ public final class KafkaConsumer: Sendable {
         return lag
     }
 
+    /// Messages each assigned partition has left to finish: from the offset stored for the next commit
+    /// (else the committed one, else the log's start) to the end of the log, as librdkafka's latest
+    /// statistics give them (``ConsumerStatistics/Partition/lag``). Unlike ``lag()``, jobs fetched but not
+    /// yet stored count. Never blocks; empty unless `statistics.interval.ms` is set (librdkafka's default
+    /// is 0, no statistics), and figures are up to one interval old.
+    public func storedLag() -> [TopicPartition: Int64] {
+        guard let open = state.withLock({ $0.open }), let statistics = open.context.statistics.withLock({ $0 }),
+              let assigned = Self.assignment(of: open.client)?.partitions else { return [:] }
+        var lag: [TopicPartition: Int64] = [:]
+        for partition in assigned {
+            if let behind = statistics.partitions[partition]?.lag { lag[partition] = behind }
+        }
+        return lag
+    }
+
     /// Leaves the group cleanly: `rd_kafka_consumer_close` (which runs the final revoke through the
     /// delegate, then commits stored offsets), then destroys the handle and releases the delegate.
     /// Blocks until the group is left; idempotent (a second call returns at once). Other threads may keep
@@ -225,6 +249,8 @@ public final class KafkaConsumer: Sendable {
 final class ConsumerContext: Sendable {
     let delegate: (any KafkaRebalanceDelegate)?
     let onError: (@Sendable (KafkaError) -> Void)?
+    /// The latest statistics document, nil before the first or when it did not parse.
+    let statistics = Mutex<ConsumerStatistics?>(nil)
 
     init(delegate: (any KafkaRebalanceDelegate)?, onError: (@Sendable (KafkaError) -> Void)?) {
         self.delegate = delegate
