@@ -28,6 +28,8 @@ public final class PGReconnectingConnection: @unchecked Sendable {
     private var connection: PGConnection?
     /// Retries since the last success, across runs (one that ends in a permanent error leaves them owed).
     private var retriesSinceSuccess = 0
+    /// Time spent in `run` since ``takeElapsed()`` last read it.
+    private var elapsed = Duration.zero
     private let cancelled = Atomic<Bool>(false)
     /// Backoff waits sleep on this so `cancel()` can cut them short.
     private let wakeUp = DispatchSemaphore(value: 0)
@@ -72,7 +74,9 @@ public final class PGReconnectingConnection: @unchecked Sendable {
     ///   by the next wait; `.cancelled` after `cancel()` instead of a retry or a new connection.
     @discardableResult
     public func run<T>(_ body: (PGConnection) throws(PGError) -> T) throws(PGError) -> T {
-        let deadline = retryTimeout.map { ContinuousClock.now + $0 }
+        let started = ContinuousClock.now
+        defer { elapsed += ContinuousClock.now - started }
+        let deadline = retryTimeout.map { started + $0 }
         var backoff = self.backoff
         var attempt = 0
         while true {
@@ -96,6 +100,14 @@ public final class PGReconnectingConnection: @unchecked Sendable {
                 _ = wakeUp.wait(timeout: .now() + .nanoseconds(wait.wholeNanoseconds))
             }
         }
+    }
+
+    /// The time spent in `run` (connecting, the bodies, the retries and their waits) since the last call,
+    /// and starts counting again: what a caller's unit of work (a batch) spent in the database. From
+    /// `run`'s thread, like `run`.
+    public func takeElapsed() -> Duration {
+        defer { elapsed = .zero }
+        return elapsed
     }
 
     private static let cancelledError = PGError(code: .cancelled, message: "reconnecting connection was cancelled")
