@@ -168,6 +168,8 @@ enum RunCommand: Subcommand {
             // librdkafka's prefetch, which holds what arrives while the buffer is full (64 MB by default), and
             // one fetch's worth, which librdkafka bounds by the prefetch anyway: 16 MB beside ATTEST_MAX_BUFFERED_BYTES.
             "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
+            // The offsets attest_consumer_lag_messages is computed from, refreshed this often (milliseconds).
+            "statistics.interval.ms": "5000",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
         let producerProperties = base.merging(["linger.ms": "2", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }

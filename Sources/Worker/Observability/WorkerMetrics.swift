@@ -1,3 +1,4 @@
+import KafkaClient
 import Observability
 import Synchronization
 
@@ -16,6 +17,7 @@ public final class WorkerMetrics: Sendable {
     let deadLetters: Counter
     let batchSize: Histogram
     let batchSeconds: Histogram
+    let batchDatabaseSeconds: Histogram
     let receivedToVerdict: Histogram
     let verificationSeconds: Histogram
     let stageSeconds: Histogram
@@ -25,6 +27,8 @@ public final class WorkerMetrics: Sendable {
     let repliesRefused: Counter
     let inFlight: Gauge
     let lag: Gauge
+    /// The partitions `lag` was last set for: a partition this member gave up reads 0 from then on.
+    private let lagged = Mutex<Set<TopicPartition>>([])
     let issuerCache: Counter
     let quotaThresholds: Counter
     private let lastCacheCounts = Mutex<[String: Int]>([:])
@@ -44,6 +48,11 @@ public final class WorkerMetrics: Sendable {
             "attest_batch_size", help: "Messages per batch.", buckets: Histogram.exponentialBuckets(start: 1, factor: 2, count: 11))
         batchSeconds = registry.histogram(
             "attest_batch_seconds", help: "Time to decide and store one batch (verification included).")
+        // What volume breaks first is the database: its share of a batch, apart from verification.
+        batchDatabaseSeconds = registry.histogram(
+            "attest_batch_database_seconds",
+            help: "Time one batch spent in PostgreSQL: its reads, challenge settling and commits, reconnection retries included.",
+            buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
         receivedToVerdict = registry.histogram(
             "attest_received_to_verdict_seconds", help: "From the job's receivedAt to its stored verdict.",
             buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300])
@@ -77,7 +86,11 @@ public final class WorkerMetrics: Sendable {
             help: "Verdict replies not sent: reply-to not allowed or malformed, or refused by the broker (no such topic or partition).",
             labelNames: ["reason"])
         inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
-        lag = registry.gauge("attest_consumer_lag", help: "Messages behind the high watermark, per partition.", labelNames: ["partition"])
+        // Bounded by the partitions of the job topics (series are never removed: a revoked one is set to 0).
+        lag = registry.gauge(
+            "attest_consumer_lag_messages",
+            help: "Messages of an assigned partition not yet finished: its high watermark minus the offset stored for the next commit.",
+            labelNames: ["topic", "partition"], maxSeries: 4096)
         issuerCache = registry.counter(
             "attest_issuer_cache_lookups_total", help: "Verified-issuer cache lookups (intermediates, receipt signers).",
             labelNames: ["cache", "result"])
@@ -100,6 +113,18 @@ public final class WorkerMetrics: Sendable {
                 unmet.labels(labels).set(current.contains(labels) ? 1 : 0)
             }
         }
+    }
+
+    /// Sets the lag of the partitions this member owns (``KafkaConsumer/storedLag()``), and 0 for those it
+    /// reported before and no longer owns (their new owner reports them; series cannot be removed, and a
+    /// stale figure would keep an alert firing). At scrape time.
+    public func recordLag(_ current: [TopicPartition: Int64]) {
+        let gone = lagged.withLock { lagged in
+            defer { lagged = Set(current.keys) }
+            return lagged.subtracting(current.keys)
+        }
+        for partition in gone { lag.labels([partition.topic, String(partition.partition)]).set(0) }
+        for (partition, behind) in current { lag.labels([partition.topic, String(partition.partition)]).set(Double(behind)) }
     }
 
     /// Copies cumulative cache counts into the counter (by difference), at scrape time.

@@ -131,7 +131,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             let metrics = self.metrics  // not the enclosing `metrics`, which the closure would hold strongly
             let inFlight = locked { $0.inFlight }
             metrics.inFlight.set(Double(inFlight))
-            for (partition, lag) in consumer.lag() { metrics.lag.labels([partition.description]).set(Double(lag)) }
+            metrics.recordLag(consumer.storedLag())
         }
     }
 
@@ -236,6 +236,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     // MARK: Batch threads
 
     private func batchLoop(lane: Int) {
+        // Lane 0's connection checked the schema at start: that time is no batch's.
+        _ = processors[lane].store.takeDatabaseTime()
         while let batch = nextBatch(lane: lane) {
             metrics.batchSize.observe(Double(batch.count))
             let started = ContinuousClock.now
@@ -247,6 +249,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             }
             let took = ContinuousClock.now - started
             metrics.batchSeconds.observe(took)
+            metrics.batchDatabaseSeconds.observe(processors[lane].store.takeDatabaseTime())
             let stage = metrics.stageSeconds.labels(["batch"])
             for _ in batch { stage.observe(took) }
             for out in outbound { publish(out) }

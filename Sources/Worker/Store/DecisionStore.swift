@@ -13,13 +13,19 @@ public protocol DecisionStore: Sendable {
     /// Stops retrying transient failures for good (shutdown): later calls throw `.cancelled` unless the
     /// database serves them at once.
     func cancelRetries()
+    /// The time spent in the database since the last call (the batch loop's, after each batch), for
+    /// `attest_batch_database_seconds`.
+    func takeDatabaseTime() -> Duration
 }
 
 extension DecisionStore {
     /// Stores that do not retry have nothing to cancel.
     public func cancelRetries() {}
+    /// Stores without a database take no time in one.
+    public func takeDatabaseTime() -> Duration { .zero }
 }
 
 extension AttestStore: DecisionStore {
     public func cancelRetries() { connection.cancel() }
+    public func takeDatabaseTime() -> Duration { connection.takeElapsed() }
 }
