@@ -4,7 +4,9 @@
 - the dashboard JSON and the rules YAML parse, every panel has a query, panel ids are unique;
 - every attest_* series a query or rule names is one the worker registers (Sources/**/*.swift:
   registry.counter/gauge/histogram("name", ...); histograms as name_bucket, name_sum, name_count);
-- every alert has severity, summary and runbook annotations, and ops/RUNBOOK.md has a section for it.
+- every alert has severity, summary and runbook annotations, and ops/RUNBOOK.md has a section for it;
+- every alert has a promtool unit test in ops/prometheus/alerts_test.yml where it fires and one where it
+  does not (promtool runs them in ops/test).
 
 Usage: python3 Tests/ops/check_dashboards.py [REPOSITORY]   (exit 1 with one line per problem)
 """
@@ -97,6 +99,25 @@ if len(alerts) != len(set(alerts)):
 # Sections named like alerts must belong to one (a renamed or removed alert); others (Housekeeping) may stay.
 for section in sorted(s for s in sections - set(alerts) if s.startswith("Attest")):
     problems.append(f"ops/RUNBOOK.md: section {section} has no alert")
+
+# Unit tests: each alert both fired and held back by some evaluation.
+tests_path = root / "ops/prometheus/alerts_test.yml"
+try:
+    unit_tests = yaml.safe_load(tests_path.read_text(encoding="utf-8")) or {}
+except (OSError, yaml.YAMLError) as error:
+    problems.append(f"{tests_path.relative_to(root)}: {error}")
+    unit_tests = {}
+fired, quiet = set(), set()
+for test in unit_tests.get("tests") or []:
+    for case in test.get("alert_rule_test") or []:
+        (fired if case.get("exp_alerts") else quiet).add(case.get("alertname"))
+for name in alerts:
+    if name not in fired:
+        problems.append(f"{tests_path.relative_to(root)}: no test where {name} fires")
+    if name not in quiet:
+        problems.append(f"{tests_path.relative_to(root)}: no test where {name} does not fire")
+for name in sorted((fired | quiet) - set(alerts), key=str):
+    problems.append(f"{tests_path.relative_to(root)}: tests {name}, which is no alert")
 
 for problem in problems:
     print(problem)
