@@ -5,8 +5,8 @@ import AttestCore
 /// broker round trip on the scrape path.
 ///
 /// The document is librdkafka's own, but it is still parsed as input: bounded in size and partitions,
-/// every offset checked, a partition whose figures are missing or inconsistent left out, and a document
-/// that does not parse ignored whole.
+/// every offset checked (a partition without a valid id or end of log is left out, a stored offset past
+/// the end counts 0 behind), and a document that does not parse ignored whole.
 public struct ConsumerStatistics: Sendable, Equatable {
     public struct Partition: Sendable, Equatable {
         /// The end of the log as the last fetch response gave it (`hi_offset`).

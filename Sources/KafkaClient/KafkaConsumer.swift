@@ -69,10 +69,9 @@ public final class KafkaConsumer: Sendable {
         // Served by `poll` like the other callbacks; 0 hands the JSON back to librdkafka to free.
         rd_kafka_conf_set_stats_cb(config.pointer) { _, json, length, opaque in
             guard let json, let opaque else { return 0 }
-            let bytes = Array(UnsafeRawBufferPointer(start: json, count: length))
-            Unmanaged<ConsumerContext>.fromOpaque(opaque).takeUnretainedValue().statistics.withLock {
-                $0 = ConsumerStatistics(json: bytes)
-            }
+            let statistics = length <= ConsumerStatistics.maxBytes
+                ? ConsumerStatistics(json: Array(UnsafeRawBufferPointer(start: json, count: length))) : nil
+            Unmanaged<ConsumerContext>.fromOpaque(opaque).takeUnretainedValue().statistics.withLock { $0 = statistics }
             return 0
         }
         let context = ConsumerContext(delegate: delegate, onError: onError)
@@ -204,11 +203,12 @@ public final class KafkaConsumer: Sendable {
     /// Messages each assigned partition has left to finish: from the offset stored for the next commit
     /// (else the committed one, else the log's start) to the end of the log, as librdkafka's latest
     /// statistics give them (``ConsumerStatistics/Partition/lag``). Unlike ``lag()``, jobs fetched but not
-    /// yet stored count. Never blocks; empty unless `statistics.interval.ms` is set (librdkafka's default
-    /// is 0, no statistics), and figures are up to one interval old.
-    public func storedLag() -> [TopicPartition: Int64] {
+    /// yet stored count. Never blocks; figures are up to one `statistics.interval.ms` old. An assigned
+    /// partition librdkafka has no end of log for yet is absent. nil when nothing is known: no statistics
+    /// (librdkafka's default interval is 0, none), the last document did not parse, or no assignment to read.
+    public func storedLag() -> [TopicPartition: Int64]? {
         guard let open = state.withLock({ $0.open }), let statistics = open.context.statistics.withLock({ $0 }),
-              let assigned = Self.assignment(of: open.client)?.partitions else { return [:] }
+              let assigned = Self.assignment(of: open.client)?.partitions else { return nil }
         var lag: [TopicPartition: Int64] = [:]
         for partition in assigned {
             if let behind = statistics.partitions[partition]?.lag { lag[partition] = behind }

@@ -131,7 +131,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             let metrics = self.metrics  // not the enclosing `metrics`, which the closure would hold strongly
             let inFlight = locked { $0.inFlight }
             metrics.inFlight.set(Double(inFlight))
-            metrics.recordLag(consumer.storedLag())
+            // Unknown (no statistics yet, or a document that did not parse): the last figures stay.
+            if let lag = consumer.storedLag() { metrics.recordLag(lag) }
         }
     }
 
