@@ -182,27 +182,9 @@ public final class KafkaConsumer: Sendable {
         return offsets
     }
 
-    /// Messages behind the end of each assigned partition: the high watermark librdkafka cached from the
-    /// last fetch response minus the position after the last message returned by `poll`. Never blocks
-    /// (suited to a /metrics scrape); partitions without a returned message or a fetch yet are absent.
-    /// Some brokers (Tansu) report wrong high watermarks, and then these figures are wrong too.
-    public func lag() -> [TopicPartition: Int64] {
-        guard let open = state.withLock({ $0.open }), let list = Self.assignment(of: open.client) else { return [:] }
-        guard rd_kafka_position(open.client.pointer, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
-        var lag: [TopicPartition: Int64] = [:]
-        for item in list.elements where item.err == RD_KAFKA_RESP_ERR_NO_ERROR && item.offset >= 0 {
-            var low: Int64 = 0
-            var high: Int64 = 0
-            guard rd_kafka_get_watermark_offsets(open.client.pointer, item.topic, item.partition, &low, &high)
-                == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { continue }
-            lag[TopicPartition(topic: String(cString: item.topic), partition: item.partition)] = Swift.max(0, high - item.offset)
-        }
-        return lag
-    }
-
     /// Messages each assigned partition has left to finish: from the offset stored for the next commit
     /// (else the committed one, else the log's start) to the end of the log, as librdkafka's latest
-    /// statistics give them (``ConsumerStatistics/Partition/lag``). Unlike ``lag()``, jobs fetched but not
+    /// statistics give them (``ConsumerStatistics/Partition/lag``), so jobs fetched but not
     /// yet stored count. Never blocks; figures are up to one `statistics.interval.ms` old. An assigned
     /// partition librdkafka has no end of log for yet is absent. nil when nothing is known: no statistics
     /// (librdkafka's default interval is 0, none), the last document did not parse, or no assignment to read.
