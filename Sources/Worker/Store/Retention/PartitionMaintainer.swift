@@ -48,8 +48,9 @@ public final class PartitionMaintainer: Service {
     }
 
     public let name = "partition maintenance"
-    /// Shared by every worker: the advisory lock of partition maintenance (not the migrations' one).
-    static let lockKey: Int64 = 0x4174_7465_7375
+    /// Shared by every worker: the advisory lock class of partition maintenance ("Atte"; the migrations'
+    /// lock is a single 64-bit key, a space of its own).
+    static let lockKey: Int32 = 0x4174_7465
     /// DEFAULT rows are counted up to this (the gauge saturates there rather than scan a large table).
     static let defaultRowsCap: Int64 = 1_000_000
 

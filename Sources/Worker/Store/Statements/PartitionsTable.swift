@@ -68,12 +68,13 @@ enum PartitionsTable {
     }
 
     /// Whether this transaction holds the maintenance lock (released when it ends, so a worker killed in
-    /// the middle never keeps it).
+    /// the middle never keeps it). Advisory locks are the database's: the second key is the schema's, so
+    /// deployments in two schemas of one database do not wait for each other.
     struct TryLock: PGOneRowStatement {
-        static let sql = "SELECT pg_try_advisory_xact_lock($1) AS locked"
+        static let sql = "SELECT pg_try_advisory_xact_lock($1::int4, hashtext(current_schema())) AS locked"
         let parameters: [PGValue]
 
-        init(key: Int64) { parameters = [.int(key)] }
+        init(key: Int32) { parameters = [.int(Int64(key))] }
 
         struct Row: PGRowDecodable {
             let locked: Bool
