@@ -6,12 +6,14 @@
 -- first round, and whenever it falls behind, the DEFAULT partition takes new rows, and creating their
 -- partition moves them there.
 --
--- A partitioned table's primary key must contain its partition key, so ON CONFLICT sees one partition only.
--- verdicts is partitioned by partition_at, which the worker sets to the same value for every redelivery of
--- a job: its receivedAt when that is within the job time bounds (it is part of the job's content), else the
--- decision's time (a job_invalid verdict with no effect). Stored verdicts are still read by
--- (team_id, bundle_id, job_id) over every partition, so a redelivery and a reused jobId are recognised
--- whatever partition holds the first decision. A row inserted without partition_at is stored under now().
+-- A partitioned table's primary key must contain its partition key, so its unique index (and ON CONFLICT)
+-- sees one partition only. verdicts is partitioned by partition_at, which the worker sets to the same value
+-- for every redelivery of a job: its receivedAt when that is within the job time bounds (it is part of the
+-- job's content), else the decision's time (a job_invalid verdict with no effect). One verdict per
+-- (team_id, bundle_id, job_id) across partitions is kept by a trigger (verdicts_one_per_job, below), so a
+-- second decision of a jobId, concurrent or not, is skipped whatever its partition time; stored verdicts
+-- are read by that key over every partition, so a redelivery and a reused jobId are recognised wherever
+-- the first decision is. A row inserted without partition_at is stored under now().
 
 CREATE TABLE verdicts_partitioned (
     job_id           text        NOT NULL,
@@ -126,6 +128,23 @@ ALTER TABLE verdicts_partitioned RENAME TO verdicts;
 ALTER TABLE verdicts RENAME CONSTRAINT verdicts_partitioned_pkey TO verdicts_pkey;
 CREATE INDEX verdicts_app_decided ON verdicts (team_id, bundle_id, decided_at);
 CREATE INDEX verdicts_key ON verdicts (key_id);
+
+-- What the unique index did before across the whole table: an insert of a jobId waits for a transaction
+-- inserting the same one (a transaction-scoped advisory lock on its key, taken in the inserts' jobId order),
+-- then is skipped (as ON CONFLICT DO NOTHING would) if a verdict for it is stored in any partition. Its
+-- query sees what committed while it waited (each statement of a volatile function takes a new snapshot),
+-- in the schema the migration ran in whatever the inserting session's search_path. Attached partitions
+-- inherit the trigger; rows moved by attest_partition_create do not pass it.
+CREATE FUNCTION verdicts_one_per_job() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(NEW.team_id || '/' || NEW.bundle_id || '/' || NEW.job_id, 0));
+    IF EXISTS (SELECT 1 FROM verdicts WHERE team_id = NEW.team_id AND bundle_id = NEW.bundle_id AND job_id = NEW.job_id) THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER verdicts_one_per_job BEFORE INSERT ON verdicts FOR EACH ROW EXECUTE FUNCTION verdicts_one_per_job();
 
 DROP TABLE device_risk_history;
 ALTER TABLE device_risk_history_partitioned RENAME TO device_risk_history;

@@ -61,15 +61,12 @@ enum VerdictsTable {
         """
 
     /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
-    /// re-attestation of the same key; the counter never moves back). One row, whatever happened. The
-    /// primary key holds the partition time, so ON CONFLICT sees only the verdict's own partition: the
-    /// jobId is looked up in every partition first (a job decided under another partition time).
+    /// re-attestation of the same key; the counter never moves back). One row, whatever happened. (A jobId
+    /// stored under another partition time is skipped by the table's trigger, migration 0011.)
     struct Attestation: PGOneRowStatement {
         static let sql = """
             WITH v AS (\(insertVerdict)
-                SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::bool, $7::text, $8::text, $9::text,
-                    $10::timestamptz, $11::timestamptz, $12::text, $13::int4, $14::int8, $15::bytea, $28::timestamptz
-                WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE team_id = $4 AND bundle_id = $5 AND job_id = $1)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15, $28::timestamptz)
                 ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING 1),
             d AS (
                 INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
