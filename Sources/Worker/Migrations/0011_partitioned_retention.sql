@@ -126,7 +126,10 @@ SELECT id, team_id, bundle_id, identity, job_id, score, category, factors, score
 DROP TABLE verdicts;
 ALTER TABLE verdicts_partitioned RENAME TO verdicts;
 ALTER TABLE verdicts RENAME CONSTRAINT verdicts_partitioned_pkey TO verdicts_pkey;
-CREATE INDEX verdicts_app_decided ON verdicts (team_id, bundle_id, decided_at);
+-- By time instead of by app and time: an index led by (team_id, bundle_id) competes with the primary key
+-- for the jobId lookups, and on a partition without statistics yet (a new one) the planner may take it and
+-- read an app's whole partition per job. App-scoped reads use the primary key's (team_id, bundle_id) prefix.
+CREATE INDEX verdicts_decided ON verdicts (decided_at);
 CREATE INDEX verdicts_key ON verdicts (key_id);
 
 -- What the unique index did before across the whole table: an insert of a jobId waits for a transaction
