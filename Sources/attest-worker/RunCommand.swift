@@ -132,6 +132,19 @@ enum RunCommand: Subcommand {
         let purger = ChallengePurger(
             conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds,
             rateBucketIdleSeconds: refillSeconds, logger: logger)
+        // Partitions ahead and retention (docs/SCALING.md, "Retention"): rows are stored up to the maximum job
+        // age back of now; rounds run several times per partition width.
+        let partitions = PartitionMaintainer(
+            settings: PartitionMaintainer.Settings(
+                verdicts: PartitionPlanner.Settings(
+                    widthSeconds: configuration.partitionWidthSeconds, retentionSeconds: configuration.verdictRetentionSeconds,
+                    lookbackSeconds: configuration.maxJobAgeSeconds),
+                riskHistory: PartitionPlanner.Settings(
+                    widthSeconds: configuration.partitionWidthSeconds, retentionSeconds: configuration.riskHistoryRetentionSeconds,
+                    lookbackSeconds: configuration.maxJobAgeSeconds),
+                billingMonths: configuration.billingRetentionMonths,
+                interval: .seconds(min(300, max(1, configuration.partitionWidthSeconds / 6)))),
+            conninfo: configuration.databaseURL, clock: SystemClock(), registry: metrics.registry, logger: logger)
         // Weak: the registry holds this closure, and the metrics hold the registry.
         metrics.registry.onCollect { [weak metrics] in
             guard let metrics else { return }
@@ -189,7 +202,7 @@ enum RunCommand: Subcommand {
         // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts; the
         // intake last. The group stops them in reverse: polling, lanes, consumer, producer, then the rest.
         let group = ServiceGroup(
-            servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger, events] + service.services,
+            servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger, partitions, events] + service.services,
             shutdownTimeout: .seconds(configuration.shutdownTimeoutSeconds)
         ) { event in
             switch event {

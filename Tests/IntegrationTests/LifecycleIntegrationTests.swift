@@ -10,7 +10,8 @@ extension LiveStack {
     /// ATTEST_SHUTDOWN_TIMEOUT.
     @Suite struct LifecycleIntegrationTests {
         static let startOrder = [
-            "product", "ops", "schema", "database probe", "challenge purger", "event publisher", "producer", "consumer", "lanes", "poll",
+            "product", "ops", "schema", "database probe", "challenge purger", "partition maintenance", "event publisher", "producer",
+            "consumer", "lanes", "poll",
         ]
 
         /// SIGTERM after a stream: every component stops, in the reverse of the start order, each only after

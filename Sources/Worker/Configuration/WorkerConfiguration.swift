@@ -75,6 +75,13 @@ public struct WorkerConfiguration: Sendable {
     /// ATTEST_REPLY_TOPICS: the topics a job's `reply-to` may name (none by default); the worker's own
     /// topics are never among them.
     public var replyTopics: ReplyTopics
+    /// Retention (docs/SCALING.md, "Retention"): a verdict's and a risk score change's partition is dropped
+    /// once it is wholly older than these; billing months (counted devices, totals, crossings) before the
+    /// current one and `billingRetentionMonths` before it are deleted. New partitions are this wide.
+    public var verdictRetentionSeconds: Int64
+    public var riskHistoryRetentionSeconds: Int64
+    public var billingRetentionMonths: Int
+    public var partitionWidthSeconds: Int64
 
     /// The key set to serve for verdict tokens (`{"keys": []}` without keys, so clients get an answer).
     public var jwksJSON: String { (tokenSigner?.jwks ?? JWKS(keys: [])).json.serialized() }
@@ -122,6 +129,10 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_HTTP_REQUEST_TIMEOUT", "10", false),
         ("ATTEST_HTTP_MAX_BODY_BYTES", "4096", false),
         ("ATTEST_HTTP_MAX_HEADER_BYTES", "16384", false),
+        ("ATTEST_VERDICT_RETENTION", "8d", false),
+        ("ATTEST_RISK_HISTORY_RETENTION", "90d", false),
+        ("ATTEST_BILLING_RETENTION_MONTHS", "25", false),
+        ("ATTEST_PARTITION_WIDTH", "1d", false),
     ]
 
     /// The configuration problems, one message each.
@@ -212,7 +223,25 @@ public struct WorkerConfiguration: Sendable {
                 reserved: [
                     "ATTEST_JOBS_TOPIC", "ATTEST_ASSERTION_JOBS_TOPIC", "ATTEST_VERDICTS_TOPIC", "ATTEST_DEADLETTER_TOPIC",
                     "ATTEST_EVENTS_TOPIC",
-                ]))
+                ]),
+            verdictRetentionSeconds: reader.duration("ATTEST_VERDICT_RETENTION", maxSeconds: 100 * 366 * 86_400),
+            riskHistoryRetentionSeconds: reader.duration("ATTEST_RISK_HISTORY_RETENTION", maxSeconds: 100 * 366 * 86_400),
+            billingRetentionMonths: reader.integer("ATTEST_BILLING_RETENTION_MONTHS", min: 1, max: 1200),
+            partitionWidthSeconds: reader.duration("ATTEST_PARTITION_WIDTH", minSeconds: 10, maxSeconds: 31 * 86_400))
+        // A redelivery must find its verdict while its job can still be decided, and the partitions rows
+        // are stored in now must never be dropped: at least the maximum job age plus one partition.
+        for (name, seconds) in [
+            ("ATTEST_VERDICT_RETENTION", configuration.verdictRetentionSeconds),
+            ("ATTEST_RISK_HISTORY_RETENTION", configuration.riskHistoryRetentionSeconds),
+        ] {
+            let least = configuration.maxJobAgeSeconds + configuration.partitionWidthSeconds
+            if seconds < least {
+                reader.problems.append(
+                    "\(name) must be at least ATTEST_MAX_JOB_AGE plus ATTEST_PARTITION_WIDTH (\(least) s; got \(seconds) s)")
+            } else if seconds / configuration.partitionWidthSeconds > 100_000 {
+                reader.problems.append("\(name) must span at most 100000 partitions of ATTEST_PARTITION_WIDTH")
+            }
+        }
         if configuration.httpMaxConnectionsPerIP > configuration.httpMaxConnections {
             reader.problems.append("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP must not exceed ATTEST_HTTP_MAX_CONNECTIONS")
         }
@@ -268,6 +297,20 @@ public struct WorkerConfiguration: Sendable {
                 return min
             }
             return value
+        }
+
+        /// A duration: whole seconds, or a whole number with the unit `s`, `m`, `h` or `d` ("8d").
+        mutating func duration(_ name: String, minSeconds: Int64 = 1, maxSeconds: Int64) -> Int64 {
+            let text = values[name] ?? ""
+            let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+            let (digits, unit) = text.last.flatMap { units[$0] }.map { (text.dropLast(), $0) } ?? (Substring(text), 1)
+            guard digits.allSatisfy(\.isASCII), let count = Int64(digits), count >= 0,
+                case (let seconds, false) = count.multipliedReportingOverflow(by: unit), seconds >= minSeconds, seconds <= maxSeconds
+            else {
+                problems.append("\(name) must be a duration from \(minSeconds) to \(maxSeconds) seconds, as 90, 90s, 15m, 12h or 8d (got \"\(text)\")")
+                return max(minSeconds, 1)
+            }
+            return seconds
         }
 
         /// The producer's `message.max.bytes` as ATTEST_KAFKA_PROPERTIES sets it (librdkafka's default otherwise),

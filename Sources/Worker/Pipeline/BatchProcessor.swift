@@ -331,7 +331,8 @@ public final class BatchProcessor: Sendable {
             jobId: jobId, app: job?.app ?? scope, kind: job?.kind.rawValue, keyId: job?.keyId,
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
-            source: source, change: change, intelligence: intelligence)
+            source: source, change: change, intelligence: intelligence,
+            partitionAt: Decision.partitionTime(receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt, bounds: verifier.timeBounds))
     }
 
     private func record(_ decision: Decision) {

@@ -53,6 +53,24 @@ public struct Decision: Sendable {
     public var intelligence: IntelligenceChange?
     /// SHA-256 of the job message, stored so a later message reusing the jobId is recognised.
     public var jobDigest: [UInt8]? = nil
+    /// The time the verdict's partition is chosen by (migration 0011), the same for every redelivery of the
+    /// job so that its primary key meets them: the job's receivedAt when within the time bounds; nil, the
+    /// decision's time (a job without a usable receivedAt, whose rejection changes nothing).
+    public var partitionAt: Timestamp? = nil
+
+    /// The partition time the verdict is stored under.
+    var storedPartitionAt: Timestamp { partitionAt ?? decidedAt }
+
+    /// A decision's `partitionAt`: its job's receivedAt when the job's time bounds admit it at `decidedAt`
+    /// (the receivedAt check passed), else nil.
+    static func partitionTime(receivedAt: Timestamp?, decidedAt: Timestamp, bounds: JobVerifier.TimeBounds) -> Timestamp? {
+        guard let receivedAt else { return nil }
+        let (received, now) = (Int128(receivedAt.microseconds), Int128(decidedAt.microseconds))
+        guard received >= now - Int128(bounds.maxAgeSeconds) * 1_000_000,
+            received <= now + Int128(bounds.maxFutureSkewSeconds) * 1_000_000
+        else { return nil }
+        return receivedAt
+    }
 
     /// The device an accepted attestation brings; nil for every other decision.
     var attestedDevice: AttestedDevice? {

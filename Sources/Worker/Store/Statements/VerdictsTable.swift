@@ -57,16 +57,17 @@ enum VerdictsTable {
 
     private static let insertVerdict = """
         INSERT INTO verdicts (job_id, kind, key_id, team_id, bundle_id, ok, code, reason, verdict_json, received_at,
-            decided_at, source_topic, source_partition, source_offset, job_sha256)
+            decided_at, source_topic, source_partition, source_offset, job_sha256, partition_at)
         """
 
     /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
-    /// re-attestation of the same key; the counter never moves back). One row, whatever happened.
+    /// re-attestation of the same key; the counter never moves back). One row, whatever happened. (A jobId
+    /// stored under another partition time is skipped by the table's trigger, migration 0011.)
     struct Attestation: PGOneRowStatement {
         static let sql = """
             WITH v AS (\(insertVerdict)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15)
-                ON CONFLICT (team_id, bundle_id, job_id) DO NOTHING RETURNING 1),
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15, $28::timestamptz)
+                ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING 1),
             d AS (
                 INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
                     subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
@@ -108,7 +109,7 @@ enum VerdictsTable {
                 .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), .bytes(device.receipt),
                 device.deviceId.map(PGValue.text) ?? .null, optional("deviceFingerprint"), optional("subjectId"),
                 optional("deviceModel"), optional("osVersion"), optional("appVersion"), optional("appBuildNumber"),
-                optional("platform"),
+                optional("platform"), .text(d.storedPartitionAt.rfc3339),
             ]
         }
     }
@@ -132,9 +133,9 @@ enum VerdictsTable {
             WITH x AS (
                 SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[],
                     $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::int4[],
-                    $15::int8[], $16::bytea[], $17::bytea[], $18::int8[])
+                    $15::int8[], $16::bytea[], $17::bytea[], $18::int8[], $19::timestamptz[])
                     AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
-                        dkey, ctr)),
+                        dkey, ctr, pat)),
             decided AS (
                 SELECT x.i, x.team, x.bundle, x.job, e.verdict_json, e.job_sha256
                 FROM x CROSS JOIN LATERAL (
@@ -155,10 +156,10 @@ enum VerdictsTable {
                 RETURNING devices.key_id),
             v AS (
                 \(insertVerdict)
-                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha
+                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat
                 FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
                 ORDER BY team, bundle, job
-                ON CONFLICT (team_id, bundle_id, job_id) DO NOTHING RETURNING team_id, bundle_id, job_id)
+                ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING team_id, bundle_id, job_id)
             SELECT x.i AS decision, v.job_id IS NOT NULL AS stored, decided.verdict_json, decided.job_sha256
             FROM x LEFT JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job
                 LEFT JOIN decided ON decided.i = x.i
@@ -181,6 +182,7 @@ enum VerdictsTable {
                 .int4(decisions.map { $0.source?.partition }), .int8(decisions.map { $0.source?.offset }),
                 .bytea(decisions.map(\.jobDigest)), .bytea(advanced.map { $0?.key }),
                 .int8(advanced.map { $0.map { Int64($0.counter) } }),
+                .timestamptz(unixMicroseconds: decisions.map(\.storedPartitionAt.microseconds)),
             ]
             parameters = columns.map(PGValue.array)
         }

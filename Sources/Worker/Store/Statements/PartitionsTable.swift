@@ -1,0 +1,171 @@
+import AttestCore
+import PostgresClient
+
+/// The SQL of partition maintenance (``PartitionMaintainer``): the partitions of `verdicts` and
+/// `device_risk_history` as the catalog has them, the lock that lets one worker at a time change them, and
+/// the changes (through migration 0011's functions, which build the DDL from checked names), plus the
+/// row retention of what partitions do not cover: the DEFAULT partitions and the billing months.
+enum PartitionsTable {
+    /// The tables maintained, as their SQL names.
+    static let tables = ["verdicts", "device_risk_history"]
+
+    /// Every partition of both tables: its bounds in microseconds (nil for MINVALUE/MAXVALUE, both nil for
+    /// the DEFAULT partition).
+    struct Catalog: PGStatement {
+        static let sql = """
+            WITH parts AS (
+                SELECT p.relname::text AS parent, c.relname::text AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+                FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+                WHERE i.inhparent IN (to_regclass('verdicts'), to_regclass('device_risk_history')))
+            SELECT parent, name, bound = 'DEFAULT' AS is_default,
+                (extract(epoch FROM substring(bound FROM 'FROM \\(''([^'']*)''\\)')::timestamptz) * 1000000)::bigint AS lower_us,
+                (extract(epoch FROM substring(bound FROM 'TO \\(''([^'']*)''\\)')::timestamptz) * 1000000)::bigint AS upper_us
+            FROM parts ORDER BY parent, name
+            """
+
+        struct Row: PGRowDecodable {
+            let table: String
+            let isDefault: Bool
+            let partition: PartitionPlanner.Partition
+
+            init(row: PGRow) throws(PGError) {
+                table = try row.decode("parent")
+                isDefault = try row.decode("is_default")
+                let lower: Int64? = try row.decode("lower_us")
+                let upper: Int64? = try row.decode("upper_us")
+                partition = PartitionPlanner.Partition(
+                    name: try row.decode("name"), lower: lower.map(Timestamp.init(microseconds:)),
+                    upper: upper.map(Timestamp.init(microseconds:)))
+            }
+        }
+    }
+
+    /// How many rows the DEFAULT partitions hold, counted up to `cap` (a bounded scan).
+    struct DefaultRows: PGOneRowStatement {
+        static let sql = """
+            SELECT (SELECT count(*) FROM (SELECT 1 FROM verdicts_default LIMIT $1) v) AS verdicts,
+                (SELECT count(*) FROM (SELECT 1 FROM device_risk_history_default LIMIT $1) r) AS device_risk_history
+            """
+        let parameters: [PGValue]
+
+        init(cap: Int64) { parameters = [.int(cap)] }
+
+        struct Row: PGRowDecodable {
+            let verdicts: Int64
+            let riskHistory: Int64
+
+            init(row: PGRow) throws(PGError) {
+                verdicts = try row.decode("verdicts")
+                riskHistory = try row.decode("device_risk_history")
+            }
+        }
+    }
+
+    /// Bounds every lock wait of the transaction: dropping and attaching wait for the tables' locks, and
+    /// a wait must not hold the batches queued behind it for long (the next round tries again).
+    struct LockTimeout: PGCommandStatement {
+        static let sql = "SET LOCAL lock_timeout = '2s'"
+    }
+
+    /// Whether this transaction holds the maintenance lock (released when it ends, so a worker killed in
+    /// the middle never keeps it). Advisory locks are the database's: the second key is the schema's, so
+    /// deployments in two schemas of one database do not wait for each other.
+    struct TryLock: PGOneRowStatement {
+        static let sql = "SELECT pg_try_advisory_xact_lock($1::int4, hashtext(current_schema())) AS locked"
+        let parameters: [PGValue]
+
+        init(key: Int32) { parameters = [.int(Int64(key))] }
+
+        struct Row: PGRowDecodable {
+            let locked: Bool
+            init(row: PGRow) throws(PGError) { locked = try row.decode("locked") }
+        }
+    }
+
+    /// Creates the partition [lower, upper) of `table`, moving into it the rows the DEFAULT partition holds
+    /// in that range; returns how many it moved.
+    struct Create: PGOneRowStatement {
+        static let sql = """
+            SELECT attest_partition_create($1, timestamptz 'epoch' + $2::bigint * interval '1 microsecond',
+                timestamptz 'epoch' + $3::bigint * interval '1 microsecond') AS moved
+            """
+        let parameters: [PGValue]
+
+        init(table: String, lower: Timestamp, upper: Timestamp) {
+            parameters = [.text(table), .int(lower.microseconds), .int(upper.microseconds)]
+        }
+
+        struct Row: PGRowDecodable {
+            let moved: Int64
+            init(row: PGRow) throws(PGError) { moved = try row.decode("moved") }
+        }
+    }
+
+    /// Drops one partition of `table` with its rows.
+    struct Drop: PGCommandStatement {
+        static let sql = "SELECT attest_partition_drop($1, $2)"
+        let parameters: [PGValue]
+
+        init(table: String, partition: String) { parameters = [.text(table), .text(partition)] }
+    }
+
+    /// Deletes up to `limit` rows of each DEFAULT partition older than its table's retention.
+    struct PurgeDefaults: PGOneRowStatement {
+        static let sql = """
+            WITH v AS (
+                DELETE FROM verdicts_default WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM verdicts_default
+                    WHERE partition_at < timestamptz 'epoch' + $1::bigint * interval '1 microsecond' LIMIT $3))
+                RETURNING 1),
+            r AS (
+                DELETE FROM device_risk_history_default WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM device_risk_history_default
+                    WHERE scored_at < timestamptz 'epoch' + $2::bigint * interval '1 microsecond' LIMIT $3))
+                RETURNING 1)
+            SELECT (SELECT count(*) FROM v) + (SELECT count(*) FROM r) AS deleted
+            """
+        let parameters: [PGValue]
+
+        init(verdictsBefore: Timestamp, riskHistoryBefore: Timestamp, limit: Int64) {
+            parameters = [.int(verdictsBefore.microseconds), .int(riskHistoryBefore.microseconds), .int(limit)]
+        }
+
+        struct Row: PGRowDecodable {
+            let deleted: Int64
+            init(row: PGRow) throws(PGError) { deleted = try row.decode("deleted") }
+        }
+    }
+
+    /// Deletes up to `limit` rows of each billing table (counted devices, monthly totals, quota crossings)
+    /// of the UTC months before the one `months` before now's.
+    struct PurgeBilling: PGOneRowStatement {
+        static let sql = """
+            WITH cutoff AS (
+                SELECT (date_trunc('month', (timestamptz 'epoch' + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC')
+                    - make_interval(months => $2::int))::date AS month),
+            d AS (
+                DELETE FROM mad_devices WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM mad_devices WHERE month < (SELECT month FROM cutoff) LIMIT $3))
+                RETURNING 1),
+            t AS (
+                DELETE FROM mad_totals WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM mad_totals WHERE month < (SELECT month FROM cutoff) LIMIT $3))
+                RETURNING 1),
+            q AS (
+                DELETE FROM mad_quota_events WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM mad_quota_events WHERE month < (SELECT month FROM cutoff) LIMIT $3))
+                RETURNING 1)
+            SELECT (SELECT count(*) FROM d) + (SELECT count(*) FROM t) + (SELECT count(*) FROM q) AS deleted
+            """
+        let parameters: [PGValue]
+
+        init(now: Timestamp, months: Int, limit: Int64) {
+            parameters = [.int(now.microseconds), .int(Int64(months)), .int(limit)]
+        }
+
+        struct Row: PGRowDecodable {
+            let deleted: Int64
+            init(row: PGRow) throws(PGError) { deleted = try row.decode("deleted") }
+        }
+    }
+}
