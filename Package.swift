@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka-local"),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Duration in nanoseconds, milliseconds and seconds, for every module that hands one to an API.
         .target(name: "Durations"),
@@ -54,6 +55,8 @@ let package = Package(
         // Thin owners of librdkafka and libpq objects.
         .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations", "Lifecycle"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
+        // The thin owner of libcurl easy handles: blocking POSTs to outside services, TLS verified, bounded.
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Durations"]),
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints, the
         // structured logger.
         .target(name: "Observability", dependencies: ["AttestCore", "CMicroHTTPD", "Durations", "Lifecycle"]),
@@ -85,6 +88,8 @@ let package = Package(
         // The benchmark's own arithmetic (/proc parsing, latency stages), against the executable's internals.
         .testTarget(name: "AttestBenchTests", dependencies: ["attest-bench"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
+        // The libcurl client against a local libmicrohttpd server.
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Observability"]),
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
