@@ -41,7 +41,10 @@ let package = Package(
         // scores a job alone with it.
         .target(name: "DeviceIntelligence", dependencies: ["AttestCore", "AttestVerifier"]),
         // Apple's fraud-risk receipts: the exchange of a device's receipt for a refreshed one, classified.
-        .target(name: "AppleReceipts", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "Durations"]),
+        .target(
+            name: "AppleReceipts",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "Durations", "HTTPClient"]
+        ),
         // Job and verdict JSON shared by the offline verifier and the worker (the verdict carries the device's
         // intelligence); classification of consumed records and their dead letters.
         .target(
@@ -80,8 +83,8 @@ let package = Package(
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
             name: "attest-bench",
-            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker",
-                "KafkaClient", "PostgresClient", "ConcurrentMap"]
+            dependencies: ["AppleReceipts", "AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint",
+                "Worker", "KafkaClient", "PostgresClient", "ConcurrentMap", "Observability"]
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
@@ -90,6 +93,10 @@ let package = Package(
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         // The libcurl client against a local libmicrohttpd server.
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Observability"]),
+        .testTarget(
+            name: "AppleReceiptsTests",
+            dependencies: ["AppleReceipts", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestMint", "HTTPClient", "Observability"]
+        ),
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
