@@ -44,7 +44,7 @@ public struct ClaimedRefresh: Sendable, Equatable {
 
     /// The stored receipt's not-before (field 19), read without verifying: it was verified when stored,
     /// and it only decides when to ask Apple. Nil when absent or unreadable (then Apple is asked).
-    var storedNotBefore: Timestamp? {
+    public var storedNotBefore: Timestamp? {
         guard let receipt, let signed = try? SignedData(ber: receipt), let payload = try? ReceiptPayload(der: signed.content) else {
             return nil
         }

@@ -128,11 +128,16 @@ public final class ReceiptRefresher: Service {
         }
     }
 
-    /// Tries one leased device: plan, take the team's budget, ask, apply.
-    public func refresh(_ device: ClaimedRefresh) throws(PGError) -> Report {
+    /// How long this refresher's leases last.
+    public var leaseSeconds: Int64 { settings.leaseSeconds }
+
+    /// Tries one leased device: plan, take the team's budget, ask, apply. `forced`: see
+    /// ``RefreshPlanner/before(_:storedNotBefore:configured:now:schedule:forced:)``.
+    public func refresh(_ device: ClaimedRefresh, forced: Bool = false) throws(PGError) -> Report {
         let now = clock.now()
         let configured = device.teamId.map(refresher.isConfigured(teamId:)) ?? false
-        let step = RefreshPlanner.before(device, configured: configured, now: now, schedule: settings.schedule)
+        let step = RefreshPlanner.before(
+            device, storedNotBefore: device.storedNotBefore, configured: configured, now: now, schedule: settings.schedule, forced: forced)
         // `.call` implies the device's columns are there (the planner checked them).
         guard case .call = step, let teamId = device.teamId, let bundleId = device.bundleId, let receipt = device.receipt,
             let key = device.publicKey

@@ -42,16 +42,19 @@ public enum RefreshPlanner {
     /// The longest error text stored (the column's bound).
     static let maxErrorBytes = 512
 
-    /// Whether a leased device is worth a request now.
+    /// Whether a leased device is worth a request now: `storedNotBefore` is its stored receipt's
+    /// (``ClaimedRefresh/storedNotBefore``). `forced` (`attest-worker receipt refresh`) asks whenever a
+    /// request can be made at all: seen long ago or before the receipt's not-before.
     public static func before(
-        _ device: ClaimedRefresh, configured: Bool, now: Timestamp, schedule: RefreshSchedule
+        _ device: ClaimedRefresh, storedNotBefore: Timestamp?, configured: Bool, now: Timestamp, schedule: RefreshSchedule,
+        forced: Bool = false
     ) -> Step {
         let idle = Next(dueAt: later(now, schedule.idleSeconds, schedule), attempts: device.attempts, status: .idle)
         guard device.teamId != nil, device.receipt != nil, device.publicKey != nil, !device.revoked, let seen = device.lastSeenAt
         else { return .settle(idle) }
-        if seen < now.adding(seconds: -schedule.seenWithinSeconds) { return .settle(idle) }
+        if !forced, seen < now.adding(seconds: -schedule.seenWithinSeconds) { return .settle(idle) }
         if !configured { return .settle(Next(dueAt: idle.dueAt, attempts: device.attempts, status: .unconfigured)) }
-        if let notBefore = device.storedNotBefore, notBefore > now {
+        if !forced, let notBefore = storedNotBefore, notBefore > now {
             return .settle(Next(dueAt: clamp(notBefore, now: now, schedule), attempts: device.attempts, status: .waiting))
         }
         return .call
