@@ -75,6 +75,9 @@ public struct WorkerConfiguration: Sendable {
     /// ATTEST_REPLY_TOPICS: the topics a job's `reply-to` may name (none by default); the worker's own
     /// topics are never among them.
     public var replyTopics: ReplyTopics
+    /// The receipt refresher's schedule and budgets (ATTEST_RECEIPT_REFRESH_*); refresh runs only when a
+    /// DeviceCheck key is configured (``ReceiptRefreshFactory``).
+    public var receiptRefresh: ReceiptRefresher.Settings
 
     /// The key set to serve for verdict tokens (`{"keys": []}` without keys, so clients get an answer).
     public var jwksJSON: String { (tokenSigner?.jwks ?? JWKS(keys: [])).json.serialized() }
@@ -122,6 +125,10 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_HTTP_REQUEST_TIMEOUT", "10", false),
         ("ATTEST_HTTP_MAX_BODY_BYTES", "4096", false),
         ("ATTEST_HTTP_MAX_HEADER_BYTES", "16384", false),
+        ("ATTEST_RECEIPT_REFRESH_SEEN_DAYS", "30", false),
+        ("ATTEST_RECEIPT_REFRESH_PER_MINUTE", "60", false),
+        ("ATTEST_RECEIPT_REFRESH_INTERVAL_MS", "5000", false),
+        ("ATTEST_RECEIPT_METRICS_RETENTION_DAYS", "180", false),
     ]
 
     /// The configuration problems, one message each.
@@ -212,7 +219,8 @@ public struct WorkerConfiguration: Sendable {
                 reserved: [
                     "ATTEST_JOBS_TOPIC", "ATTEST_ASSERTION_JOBS_TOPIC", "ATTEST_VERDICTS_TOPIC", "ATTEST_DEADLETTER_TOPIC",
                     "ATTEST_EVENTS_TOPIC",
-                ]))
+                ]),
+            receiptRefresh: reader.receiptRefresh())
         if configuration.httpMaxConnectionsPerIP > configuration.httpMaxConnections {
             reader.problems.append("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP must not exceed ATTEST_HTTP_MAX_CONNECTIONS")
         }
@@ -295,6 +303,16 @@ public struct WorkerConfiguration: Sendable {
         /// Empty means unset (nil).
         mutating func optionalInteger(_ name: String, min: Int) -> Int? {
             (values[name] ?? "").isEmpty ? nil : integer(name, min: min)
+        }
+
+        /// ATTEST_RECEIPT_REFRESH_*: a team's budget holds 10 seconds' worth of its rate (at least 1).
+        mutating func receiptRefresh() -> ReceiptRefresher.Settings {
+            let perMinute = integer("ATTEST_RECEIPT_REFRESH_PER_MINUTE", min: 1, max: 60_000)
+            return ReceiptRefresher.Settings(
+                schedule: RefreshSchedule(seenWithinSeconds: Int64(integer("ATTEST_RECEIPT_REFRESH_SEEN_DAYS", min: 1, max: 3650)) * 86_400),
+                interval: .milliseconds(integer("ATTEST_RECEIPT_REFRESH_INTERVAL_MS", min: 10, max: 3_600_000)),
+                perTeam: RateLimitStore.Limit(perMinute: perMinute, burst: max(1, perMinute / 6)),
+                metricRetentionSeconds: Int64(integer("ATTEST_RECEIPT_METRICS_RETENTION_DAYS", min: 1, max: 3650)) * 86_400)
         }
 
         mutating func boolean(_ name: String) -> Bool {
