@@ -202,6 +202,8 @@ final class ManualClock: Clock {
         #expect(try store.settleRefresh(first, owner: "a", next: next, now: Self.now, called: true))
         #expect(try store.pausedRefreshTeams(now: Self.now).map(\.teamId) == ["BAD"])
         #expect(try store.pausedRefreshTeams(now: Self.now).first?.status == 403)
+        // The team's other device waits for the pause's end too; the other team's does not.
+        #expect(try db.count("SELECT count(*) FROM receipt_refresh WHERE next_due_at = $1::timestamptz", [.text(next.dueAt.rfc3339)]) == 2)
         let during = try store.claimRefreshes(owner: "a", now: Self.now.adding(seconds: 120), limit: 10, leaseSeconds: 60)
         #expect(during.map(\.teamId) == ["GOOD"])
         let after = try store.claimRefreshes(owner: "a", now: Self.now.adding(seconds: 3601), limit: 10, leaseSeconds: 60)

@@ -80,9 +80,15 @@ enum ReceiptRefreshTable {
         }
     }
 
-    /// Pauses a team's refreshes until `until` (Apple refused its key).
+    /// Pauses a team's refreshes until `until` (Apple refused its key), and makes its free devices due
+    /// then, so claims do not walk past them while it lasts (a pause comes at most once per pause interval
+    /// per team).
     struct PauseTeam: PGCommandStatement {
         static let sql = """
+            WITH later AS (
+                UPDATE receipt_refresh s SET next_due_at = $2::timestamptz
+                FROM devices d
+                WHERE d.team_id = $1 AND s.key_id = d.key_id AND s.next_due_at < $2::timestamptz AND s.lease_owner IS NULL)
             INSERT INTO receipt_refresh_teams (team_id, paused_until, status, reason, updated_at)
             VALUES ($1, $2::timestamptz, $3, $4, $5::timestamptz)
             ON CONFLICT (team_id) DO UPDATE SET paused_until = greatest(receipt_refresh_teams.paused_until, EXCLUDED.paused_until),
