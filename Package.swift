@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka-local"),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Duration in nanoseconds, milliseconds and seconds, for every module that hands one to an API.
         .target(name: "Durations"),
@@ -40,7 +41,10 @@ let package = Package(
         // scores a job alone with it.
         .target(name: "DeviceIntelligence", dependencies: ["AttestCore", "AttestVerifier"]),
         // Apple's fraud-risk receipts: the exchange of a device's receipt for a refreshed one, classified.
-        .target(name: "AppleReceipts", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "Durations"]),
+        .target(
+            name: "AppleReceipts",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "Durations", "HTTPClient"]
+        ),
         // Job and verdict JSON shared by the offline verifier and the worker (the verdict carries the device's
         // intelligence); classification of consumed records and their dead letters.
         .target(
@@ -54,6 +58,8 @@ let package = Package(
         // Thin owners of librdkafka and libpq objects.
         .target(name: "KafkaClient", dependencies: ["CRdKafka", "KafkaRecords", "Durations", "Lifecycle"]),
         .target(name: "PostgresClient", dependencies: ["CLibPQ", "Durations"]),
+        // The thin owner of libcurl easy handles: blocking POSTs to outside services, TLS verified, bounded.
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Durations"]),
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints, the
         // structured logger.
         .target(name: "Observability", dependencies: ["AttestCore", "CMicroHTTPD", "Durations", "Lifecycle"]),
@@ -77,14 +83,20 @@ let package = Package(
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
             name: "attest-bench",
-            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker",
-                "KafkaClient", "PostgresClient", "ConcurrentMap"]
+            dependencies: ["AppleReceipts", "AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint",
+                "Worker", "KafkaClient", "PostgresClient", "ConcurrentMap", "Observability"]
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
         // The benchmark's own arithmetic (/proc parsing, latency stages), against the executable's internals.
         .testTarget(name: "AttestBenchTests", dependencies: ["attest-bench"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
+        // The libcurl client against a local libmicrohttpd server.
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Observability"]),
+        .testTarget(
+            name: "AppleReceiptsTests",
+            dependencies: ["AppleReceipts", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestMint", "HTTPClient", "Observability"]
+        ),
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),

@@ -91,9 +91,23 @@ extension TestPKI {
             authData: authData, nonce: nonce, leafDER: leaf, intermediateDER: intermediate, receipt: receipt)
     }
 
+    /// A receipt on its own, as Apple's attestation-data endpoint answers a refresh (options of type RECEIPT,
+    /// with a risk metric and not-before) or as a forged one (options signed by another PKI): for the device
+    /// whose credential certificate is `credentialCertificate`, created at `time`. Field 4 only when the
+    /// options give a client hash.
+    public func mintReceipt(
+        appId: String, credentialCertificate: [UInt8], environment: AttestationOptions.Environment, at time: Date,
+        options: ReceiptOptions
+    ) throws(MintError) -> [UInt8] {
+        try (options.signingPKI ?? self).signReceipt(
+            payload: CMSReceipt.payload(receiptFields(
+                options, appId: appId, leaf: credentialCertificate, clientDataHash: nil, at: time, environment: environment)),
+            options: options)
+    }
+
     /// The receipt payload fields in Apple's order, with the options' overrides and omissions applied.
     private func receiptFields(
-        _ options: ReceiptOptions, appId: String, leaf: [UInt8], clientDataHash: [UInt8], at time: Date,
+        _ options: ReceiptOptions, appId: String, leaf: [UInt8], clientDataHash: [UInt8]?, at time: Date,
         environment: AttestationOptions.Environment
     ) throws(MintError) -> [(type: Int, value: [UInt8])] {
         let created = options.creationTime ?? time
@@ -103,12 +117,13 @@ extension TestPKI {
         let fields: [(ReceiptPayload.Field, [UInt8])?] = [
             (.appId, Array((options.appId ?? appId).utf8)),
             (.attestedPublicKey, options.credentialCertificate ?? leaf),
-            (.clientHash, options.clientHash ?? clientDataHash),
+            (options.clientHash ?? clientDataHash).map { (.clientHash, $0) },
             (.token, Array(token.utf8)),
             (.receiptType, Array(options.type.utf8)),
             (.environment, Array((options.environment ?? environment.receiptValue).utf8)),
             (.creationTime, Array(Timestamp(created).rfc3339Milliseconds.utf8)),
             options.riskMetric.map { (.riskMetric, Array(String($0).utf8)) },
+            options.notBefore.map { (.notBefore, Array(Timestamp($0).rfc3339Milliseconds.utf8)) },
             (.expirationTime, Array(Timestamp(expires).rfc3339Milliseconds.utf8)),
         ]
         return fields.compactMap { $0 }.filter { !options.omittedFields.contains($0.0.rawValue) }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// How to mint the attestation receipt. Defaults give what Apple embeds in an attestation: type ATTEST, fields
-/// 2, 3, 4, 5, 6, 7, 12, 21, signed without signed attributes by the PKI's receipt signer.
+/// 2, 3, 4, 5, 6, 7, 12, 21, signed without signed attributes by the PKI's receipt signer. A refreshed receipt
+/// (`TestPKI.mintReceipt`) sets type RECEIPT, the risk metric and not-before.
 public struct ReceiptOptions: Sendable {
     /// A receipt signing certificate reissued with the same key and name but other validity or marker.
     public struct Signer: Sendable {
@@ -44,6 +45,8 @@ public struct ReceiptOptions: Sendable {
     public var expirationTime: Date?
     /// Field 17, as decimal text, which refreshed receipts carry; nil leaves it out.
     public var riskMetric: Int?
+    /// Field 19, which refreshed receipts carry: before it, Apple answers a refresh with 304; nil leaves it out.
+    public var notBefore: Date?
     /// Field numbers left out of the payload.
     public var omittedFields: Set<Int>
     /// Reissues the signer certificate; nil uses the PKI's.
@@ -59,7 +62,7 @@ public struct ReceiptOptions: Sendable {
     public init(
         appId: String? = nil, credentialCertificate: [UInt8]? = nil, clientHash: [UInt8]? = nil, token: String? = nil,
         type: String = "ATTEST", environment: String? = nil, creationTime: Date? = nil, expirationTime: Date? = nil,
-        riskMetric: Int? = nil, omittedFields: Set<Int> = [], signer: Signer? = nil, signingPKI: TestPKI? = nil,
+        riskMetric: Int? = nil, notBefore: Date? = nil, omittedFields: Set<Int> = [], signer: Signer? = nil, signingPKI: TestPKI? = nil,
         includeRootCertificate: Bool = true, signedAttributes: SignedAttributes = .none, corruptSignature: Bool = false
     ) {
         self.appId = appId
@@ -71,6 +74,7 @@ public struct ReceiptOptions: Sendable {
         self.creationTime = creationTime
         self.expirationTime = expirationTime
         self.riskMetric = riskMetric
+        self.notBefore = notBefore
         self.omittedFields = omittedFields
         self.signer = signer
         self.signingPKI = signingPKI
