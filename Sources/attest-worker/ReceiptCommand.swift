@@ -1,6 +1,7 @@
 import AppleReceipts
 import AttestCLI
 import AttestCore
+import AttestVerifier
 import Foundation
 import Observability
 import PostgresClient
@@ -14,8 +15,8 @@ enum ReceiptCommand: Subcommand {
                attest-worker receipt show --key-id K [--metrics N]
 
         K is the keyId as jobs carry it (base64 of 32 bytes). refresh exchanges the device's stored receipt at
-        Apple's attestation-data endpoint now, due or not, with the team's DeviceCheck key from the worker's
-        settings (ATTEST_RECEIPT_REFRESH_*), stores a receipt that verifies and scores its metric, as a
+        Apple's attestation-data endpoint now, due or not, with the team's DeviceCheck key and the endpoints
+        from the environment, as for run (ATTEST_DEVICECHECK_KEYS, ATTEST_RECEIPT_*), stores a receipt that verifies and scores its metric, as a
         running worker would, and prints one JSON object: the outcome, the parsed receipt, when the device is
         next due. It takes the team's request budget like the workers, and a device a worker is refreshing
         is left to it (exit 1). show prints the stored receipt's fields, its refresh state and its latest N
@@ -55,7 +56,15 @@ enum ReceiptCommand: Subcommand {
             return 0
         case "refresh":
             let environment = ProcessInfo.processInfo.environment
-            guard let client = try ReceiptRefreshFactory.client(environment: environment) else {
+            let anchors = environment["ATTEST_RECEIPT_TRUST_ANCHORS"].flatMap { $0.isEmpty ? nil : $0 }
+            let trust = try TrustOptions.load(attestation: nil, receipt: anchors, names: ("ATTEST_TRUST_ANCHORS", "ATTEST_RECEIPT_TRUST_ANCHORS"))
+            let settings: ReceiptRefreshSettings?
+            do {
+                settings = try ReceiptRefreshSettings.from(environment: environment)
+            } catch {
+                throw Arguments.UsageError(description: error.description)
+            }
+            guard let client = ReceiptRefreshFactory.client(settings, receiptAnchor: trust.receipt.chain.anchor) else {
                 FileHandle.standardError.write(Data("attest-worker: receipt refresh is off: no DeviceCheck key is configured\n".utf8))
                 return 1
             }

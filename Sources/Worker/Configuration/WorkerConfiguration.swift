@@ -1,3 +1,4 @@
+import AppleReceipts
 import AttestCore
 import AttestJobs
 import AttestTokens
@@ -78,6 +79,9 @@ public struct WorkerConfiguration: Sendable {
     /// The receipt refresher's schedule and budgets (ATTEST_RECEIPT_REFRESH_*); refresh runs only when a
     /// DeviceCheck key is configured (``ReceiptRefreshFactory``).
     public var receiptRefresh: ReceiptRefresher.Settings
+    /// The DeviceCheck keys and Apple's endpoints (ATTEST_DEVICECHECK_KEYS, ATTEST_RECEIPT_*); nil: no key,
+    /// refresh off.
+    public var receiptClient: ReceiptRefreshSettings?
 
     /// The key set to serve for verdict tokens (`{"keys": []}` without keys, so clients get an answer).
     public var jwksJSON: String { (tokenSigner?.jwks ?? JWKS(keys: [])).json.serialized() }
@@ -129,7 +133,7 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_RECEIPT_REFRESH_PER_MINUTE", "60", false),
         ("ATTEST_RECEIPT_REFRESH_INTERVAL_MS", "5000", false),
         ("ATTEST_RECEIPT_METRICS_RETENTION_DAYS", "180", false),
-    ]
+    ] + ReceiptRefreshSettings.settings
 
     /// The configuration problems, one message each.
     public struct Invalid: Error, CustomStringConvertible {
@@ -220,7 +224,8 @@ public struct WorkerConfiguration: Sendable {
                     "ATTEST_JOBS_TOPIC", "ATTEST_ASSERTION_JOBS_TOPIC", "ATTEST_VERDICTS_TOPIC", "ATTEST_DEADLETTER_TOPIC",
                     "ATTEST_EVENTS_TOPIC",
                 ]),
-            receiptRefresh: reader.receiptRefresh())
+            receiptRefresh: reader.receiptRefresh(),
+            receiptClient: reader.receiptClient())
         if configuration.httpMaxConnectionsPerIP > configuration.httpMaxConnections {
             reader.problems.append("ATTEST_HTTP_MAX_CONNECTIONS_PER_IP must not exceed ATTEST_HTTP_MAX_CONNECTIONS")
         }
@@ -313,6 +318,16 @@ public struct WorkerConfiguration: Sendable {
                 interval: .milliseconds(integer("ATTEST_RECEIPT_REFRESH_INTERVAL_MS", min: 10, max: 3_600_000)),
                 perTeam: RateLimitStore.Limit(perMinute: perMinute, burst: max(1, perMinute / 6)),
                 metricRetentionSeconds: Int64(integer("ATTEST_RECEIPT_METRICS_RETENTION_DAYS", min: 1, max: 3650)) * 86_400)
+        }
+
+        /// The client's settings, validated by their own reader (its problems join the others).
+        mutating func receiptClient() -> ReceiptRefreshSettings? {
+            do {
+                return try ReceiptRefreshSettings.from(environment: values)
+            } catch {
+                problems += error.problems
+                return nil
+            }
         }
 
         mutating func boolean(_ name: String) -> Bool {
