@@ -83,13 +83,13 @@ let package = Package(
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
             name: "attest-bench",
-            dependencies: ["AppleReceipts", "AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint",
-                "Worker", "KafkaClient", "PostgresClient", "ConcurrentMap", "Observability"]
+            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker",
+                "KafkaClient", "PostgresClient", "ConcurrentMap", "Observability"]
         ),
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
         // The benchmark's own arithmetic (/proc parsing, latency stages), against the executable's internals.
-        .testTarget(name: "AttestBenchTests", dependencies: ["attest-bench"]),
+        .testTarget(name: "AttestBenchTests", dependencies: ["attest-bench", "AttestCore", "AttestCrypto"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         // The libcurl client against a local libmicrohttpd server.
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Observability"]),
@@ -106,8 +106,8 @@ let package = Package(
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AttestClient", "AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence", "KafkaClient",
-                "PostgresClient"]
+            dependencies: ["AppleReceipts", "AttestClient", "AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "AttestVerifier",
+                "DeviceIntelligence", "KafkaClient", "PostgresClient"]
         ),
         .testTarget(
             name: "WorkerTests",

@@ -10,6 +10,7 @@ let usage = """
       pipeline             measure the worker end to end on the broker and PostgreSQL (ops/bench)
       soak                 a steady load for minutes: memory, backlog and warnings over time (ops/soak)
       demo-jobs            a test PKI's trust anchors and a stream of minted jobs (ops/run --demo)
+      apple-stand-in       a local stand-in of Apple's attestation-data endpoint (receipt refresh tests)
       help                 show this text
 
     Run `attest-bench <command> --help` for a command's options.
@@ -21,6 +22,7 @@ Tool.main(name: "attest-bench", usage: usage) { command, arguments in
     case "pipeline": try PipelineBenchmark.main(arguments)
     case "soak": try SoakBenchmark.main(arguments)
     case "demo-jobs": try DemoJobs.main(arguments)
+    case "apple-stand-in": try AppleStandIn.main(arguments)
     default: nil
     }
 }

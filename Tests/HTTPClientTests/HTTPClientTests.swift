@@ -144,3 +144,32 @@ extension Result {
         return nil
     }
 }
+
+@Suite("HTTP client TLS: peer and host verification always on")
+struct HTTPClientTLSTests {
+    @Test("A server whose CA is not trusted is refused; trusted through caFile it answers")
+    func peerVerification() throws {
+        let server = try TLSTestServer()
+        let request = HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/x", body: Array("hello".utf8))
+        guard case .transport? = HTTPClient().post(request).failure else {
+            Issue.record("an unknown CA was accepted")
+            return
+        }
+        let response = try HTTPClient(configuration: .init(caFile: server.caFile)).post(request).get()
+        #expect(response.status == 200)
+        #expect(response.body == Array("tls ok".utf8))
+        let byName = try HTTPClient(configuration: .init(caFile: server.caFile)).post(
+            HTTPClientRequest(url: "https://localhost:\(server.port)/x")).get()
+        #expect(byName.status == 200)
+    }
+
+    @Test("A certificate of a trusted CA for another name is refused")
+    func hostVerification() throws {
+        let server = try TLSTestServer(wrongName: true)
+        let result = HTTPClient(configuration: .init(caFile: server.caFile)).post(HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/x"))
+        guard case .transport? = result.failure else {
+            Issue.record("a certificate for another host was accepted: \(result)")
+            return
+        }
+    }
+}
