@@ -58,6 +58,21 @@ enum ReceiptRefreshHarness {
     }
 
     static func key(_ device: Device) -> [UInt8] { Array(Base64.encode(device.keyId).utf8) }
+
+    /// Runs attest-worker with `arguments` and only `environment` (plus PATH); its stdout and status.
+    static func command(_ arguments: [String], _ environment: [String: String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Stack.binary)
+        process.arguments = arguments
+        process.environment = environment.merging(["PATH": Stack.environment["PATH"] ?? "/usr/bin:/bin"]) { a, _ in a }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
 }
 
 extension LiveStack {
@@ -143,6 +158,40 @@ extension LiveStack {
             let byWorker = try PGConnection(conninfo: try Stack.databaseURL).execute(
                 "SELECT count(*) FROM receipt_refresh WHERE last_status = 'refreshed'").int(0, 0)
             #expect((byWorker ?? 0) >= 6)
+        }
+
+        /// `attest-worker receipt refresh` refreshes one device from a shell (a worker without refresh
+        /// attested it) and prints the parsed receipt; `receipt show` prints it with its metric history.
+        @Test func receiptCommandsRefreshAndShowOneDevice() throws {
+            let bundleId = "com.example.rcli.\(UUID().uuidString.prefix(8).lowercased())"
+            try Jobs.registerApp(bundleId)
+            let standIn = try ReceiptRefreshHarness.standIn(#"{"default": [{"riskMetric": 7}]}"#)
+            let topics = try Stack.topics("rcli", partitions: 1)
+            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
+            defer { worker.kill(SIGTERM); worker.wait(seconds: 30) }
+            let reader = try TopicReader(topic: topics.verdicts)
+            let device = try Device()
+            let keyId = Base64.encode(device.keyId)
+            try produce(topics.jobs, [(key: ReceiptRefreshHarness.key(device), value: Jobs.attestation(device, bundleId: bundleId, jobId: "\(bundleId)-att"))])
+            #expect(Self.verdict(reader, "\(bundleId)-att")?["ok"] == .bool(true))
+            var environment = try ReceiptRefreshHarness.environment(standIn)
+            environment["ATTEST_DATABASE_URL"] = try Stack.databaseURL
+            environment["ATTEST_RECEIPT_TRUST_ANCHORS"] = Jobs.anchorFiles.receipt
+            let refreshed = try ReceiptRefreshHarness.command(["receipt", "refresh", "--key-id", keyId, "--team", Jobs.teamId, "--bundle", bundleId], environment)
+            #expect(refreshed.status == 0, "\(refreshed.output)")
+            let printed = JSONValue.parse(Array(refreshed.output.utf8))
+            #expect(printed?["outcome"]?.stringValue == "refreshed", "\(refreshed.output)")
+            #expect(printed?["receipt"]?["riskMetric"] == .int(7) && printed?["receipt"]?["type"]?.stringValue == "RECEIPT")
+            let shown = try ReceiptRefreshHarness.command(["receipt", "show", "--key-id", keyId], environment)
+            #expect(shown.status == 0, "\(shown.output)")
+            let record = JSONValue.parse(Array(shown.output.utf8))
+            #expect(record?["receipt"]?["type"]?.stringValue == "RECEIPT" && record?["receipt"]?["riskMetric"] == .int(7), "\(shown.output)")
+            #expect(record?["refresh"]?["lastStatus"]?.stringValue == "refreshed")
+            guard case .array(let metrics)? = record?["metrics"] else { Issue.record("no metrics: \(shown.output)"); return }
+            #expect(metrics.count == 1 && metrics.first?["metric"] == .int(7))
+            // Another app's name, or an unknown key, refreshes nothing.
+            #expect(try ReceiptRefreshHarness.command(["receipt", "refresh", "--key-id", keyId, "--team", Jobs.teamId, "--bundle", bundleId + ".x"], environment).status == 1)
+            #expect(try ReceiptRefreshHarness.command(["receipt", "show", "--key-id", Base64.encode([UInt8](repeating: 9, count: 32))], environment).status == 1)
         }
 
         /// Apple answering after 5 s holds the refresher, never a job: while a refresh is in flight, new
