@@ -28,12 +28,16 @@ public struct DeviceIntelligence: Sendable, Equatable {
     public var jailbreakDetected: Bool { history.environment == .development }
 
     public var json: JSONValue {
-        .object([
+        var members: [(String, JSONValue)] = [
             ("deviceId", .string(deviceId)), ("riskScore", .int(Int64(assessment.score))),
             ("riskCategory", .string(assessment.category.rawValue)), ("deviceIntegrity", .string(deviceIntegrity)),
             ("jailbreakDetected", .bool(jailbreakDetected)), ("attestationCount", .int(Int64(history.attestations))),
             ("lastAttestationDate", history.lastAttestationAt.map { .string($0.rfc3339) } ?? .null),
-            ("factors", assessment.factorsJSON),
-        ])
+        ]
+        // The latest refreshed receipt's metric and its creation time, once a refresh brought one.
+        if let metric = history.receiptRiskMetric, let at = history.receiptRiskMetricAt {
+            members += [("receiptRiskMetric", .int(Int64(metric))), ("receiptRiskMetricDate", .string(at.rfc3339))]
+        }
+        return .object(members + [("factors", assessment.factorsJSON)])
     }
 }

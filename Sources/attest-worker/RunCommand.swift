@@ -127,7 +127,9 @@ enum RunCommand: Subcommand {
             }
         }, stop: { _ in })
         // A rate bucket idle for as long as the slowest one takes to refill is full: then it is deleted.
-        let buckets: [RateLimitStore.Limit] = [challengeLimits.perApp, challengeLimits.failuresPerAddress, challengeLimits.failures]
+        let buckets: [RateLimitStore.Limit] = [
+            challengeLimits.perApp, challengeLimits.failuresPerAddress, challengeLimits.failures, configuration.receiptRefresh.perTeam,
+        ]
         let refillSeconds = buckets.map(\.refillSeconds).max() ?? 60
         let purger = ChallengePurger(
             conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds,
@@ -199,10 +201,19 @@ enum RunCommand: Subcommand {
             settings: EventPublisher.Settings(topic: configuration.eventsTopic), conninfo: configuration.databaseURL,
             producerProperties: producerProperties, clock: SystemClock(), registry: metrics.registry, logger: logger)
 
+        // Receipt refresh runs beside the pipeline, never in it: off (and said so) without a DeviceCheck key.
+        let receipts = ReceiptRefreshFactory.client(configuration.receiptClient, receiptAnchor: trust.receipt.chain.anchor).map { client in
+            ReceiptRefresher(
+                settings: configuration.receiptRefresh, conninfo: configuration.databaseURL, refresher: client, clock: SystemClock(),
+                registry: metrics.registry, logger: logger)
+        }
+        if receipts == nil { logger.info("receipt refresh off: no DeviceCheck key configured") }
+
         // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts; the
         // intake last. The group stops them in reverse: polling, lanes, consumer, producer, then the rest.
         let group = ServiceGroup(
-            servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger, partitions, events] + service.services,
+            servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger, partitions, events]
+                + (receipts.map { [$0] } ?? []) + service.services,
             shutdownTimeout: .seconds(configuration.shutdownTimeoutSeconds)
         ) { event in
             switch event {

@@ -15,6 +15,7 @@ let usage = """
       submit [FILE]        publish jobs (JSON lines) to a running worker and print each verdict
       mad                  monthly active devices per app and month (billing)
       device show|revoke   one attested key's device; revoke a key (its device must attest again)
+      receipt refresh|show refresh one device's fraud-risk receipt now; show it with its metric history
       token jwks|verify    print the verdict-token key set, or check a verdict token
       help                 show this text
 
@@ -33,6 +34,7 @@ Tool.main(name: "attest-worker", usage: usage) { command, arguments in
     case "token": try TokenCommand.main(arguments)
     case "mad": try MadCommand.main(arguments)
     case "device": try DeviceCommand.main(arguments)
+    case "receipt": try ReceiptCommand.main(arguments)
     case "bench": throw Arguments.UsageError(description: "bench is its own executable now: attest-bench core|pipeline|soak")
     default: nil
     }

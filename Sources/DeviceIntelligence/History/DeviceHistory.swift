@@ -27,6 +27,11 @@ public struct DeviceHistory: Sendable, Equatable {
     public var windowStart: Timestamp?
     public var windowAttestations = 0
     public var receiptRiskMetric: Int?
+    /// The creation time of the refreshed receipt that carried `receiptRiskMetric` (nil for a metric an
+    /// attestation's receipt carried, or none).
+    public var receiptRiskMetricAt: Timestamp?
+    /// The metric's rise over the refreshed receipt before it (see `RiskSignals.receiptRiskMetricGrowth`).
+    public var receiptRiskMetricGrowth: Int?
     public var environment: AppAttestEnvironment?
 
     public init() {}
@@ -69,9 +74,27 @@ public struct DeviceHistory: Sendable, Equatable {
             signals.attestationsLast24Hours = windowAttestations
         }
         signals.receiptRiskMetric = receiptRiskMetric
+        signals.receiptRiskMetricGrowth = receiptRiskMetricGrowth
         signals.validationCategory = extensions?.validationCategoryNumber
         if case .text(let version)? = extensions?.bundleVersion { signals.bundleVersion = version }
         return signals
+    }
+
+    /// A refreshed receipt's metric, created at `createdAt`: the growth is the rise over the metric held
+    /// when that came from a refreshed receipt created within the growth window before this one. A receipt
+    /// no newer than the held one changes nothing (the same receipt applied twice, or one delayed).
+    public mutating func refreshed(metric: Int, createdAt: Timestamp) {
+        if let previousAt = receiptRiskMetricAt, createdAt <= previousAt { return }
+        if let previous = receiptRiskMetric, let previousAt = receiptRiskMetricAt,
+            case let (gap, overflow) = createdAt.microseconds.subtractingReportingOverflow(previousAt.microseconds),
+            !overflow, gap <= RiskModel.receiptGrowthWindowSeconds * 1_000_000
+        {
+            receiptRiskMetricGrowth = max(0, metric - previous)
+        } else {
+            receiptRiskMetricGrowth = nil
+        }
+        receiptRiskMetric = metric
+        receiptRiskMetricAt = createdAt
     }
 
     /// Whether the failures held still count at `receivedAt`: until the window's end, exclusive (a job

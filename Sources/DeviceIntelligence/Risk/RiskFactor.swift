@@ -12,6 +12,7 @@ public struct RiskFactor: Sendable, Equatable {
         case keyChurn = "key_churn"
         case attestationRate = "attestation_rate"
         case receiptRiskMetric = "receipt_risk_metric"
+        case receiptRiskMetricGrowth = "receipt_risk_metric_growth"
         case validationCategory = "validation_category"
         case bundleVersion = "bundle_version"
     }
@@ -25,6 +26,18 @@ public struct RiskFactor: Sendable, Equatable {
         self.kind = kind
         self.points = points
         self.value = value
+    }
+
+    /// The factor as a verdict or `device_risk.factors` holds it; nil when it is not one (an unknown name,
+    /// points outside 0–100): the held score is then recomputed rather than trusted.
+    public init?(json: JSONValue) {
+        // Members by name: jsonb keeps its own key order.
+        guard case .object(let members) = json, members.count == 3 else { return nil }
+        let named = Dictionary(members, uniquingKeysWith: { first, _ in first })
+        guard case .string(let name)? = named["name"], let kind = Kind(rawValue: name),
+            case .int(let points)? = named["points"], (0...100).contains(points), let value = named["value"]
+        else { return nil }
+        self.init(kind: kind, points: Int(points), value: value)
     }
 
     public var json: JSONValue {

@@ -10,6 +10,12 @@ public enum RiskModel {
     public static let attestationRateAllowance = 3
     /// Receipt risk metrics up to this are normal (Apple counts the device's recent attestations).
     public static let receiptRiskMetricAllowance = 5
+    /// A rise of the metric up to this between two refreshes is normal (a reinstall, a restored backup).
+    public static let receiptRiskMetricGrowthAllowance = 2
+    /// Two refreshed metrics further apart than this say nothing about speed: no growth is scored.
+    public static let receiptGrowthWindowSeconds: Int64 = 7 * 86_400
+    /// The factors a refreshed receipt decides; a refresh replaces only these in a held score.
+    public static let receiptKinds: Set<RiskFactor.Kind> = [.receiptRiskMetric, .receiptRiskMetricGrowth]
 
     public static func assess(_ signals: RiskSignals, policy: RiskPolicy) -> RiskAssessment {
         var factors = [RiskFactor]()
@@ -27,6 +33,9 @@ public enum RiskModel {
         count(.keyChurn, signals.keys, allowance: 1)
         count(.attestationRate, signals.attestationsLast24Hours, allowance: attestationRateAllowance)
         if let metric = signals.receiptRiskMetric { count(.receiptRiskMetric, metric, allowance: receiptRiskMetricAllowance) }
+        if let growth = signals.receiptRiskMetricGrowth {
+            count(.receiptRiskMetricGrowth, growth, allowance: receiptRiskMetricGrowthAllowance)
+        }
         if let category = signals.validationCategory, let allowed = policy.allowedValidationCategories,
             !allowed.contains(category)
         {
@@ -37,6 +46,26 @@ public enum RiskModel {
         {
             add(.bundleVersion, occurrences: 1, value: .string(version))
         }
+        return RiskAssessment(score: min(100, factors.reduce(0) { $0 + $1.points }), factors: factors)
+    }
+
+    /// The held score with its receipt factors replaced by those of `signals` (a refreshed receipt, which
+    /// arrives without a job): the other factors stay as the last job left them, so a refresh never drops
+    /// what only a job's extensions show. Nil when the held factors do not parse; the factors keep the
+    /// model's order.
+    public static func rescoringReceipt(_ held: HeldScore, _ signals: RiskSignals, policy: RiskPolicy) -> RiskAssessment? {
+        guard case .array(let items) = held.factors else { return nil }
+        var factors = [RiskFactor]()
+        for item in items {
+            guard let factor = RiskFactor(json: item) else { return nil }
+            if !receiptKinds.contains(factor.kind) { factors.append(factor) }
+        }
+        var receiptOnly = RiskSignals()
+        receiptOnly.receiptRiskMetric = signals.receiptRiskMetric
+        receiptOnly.receiptRiskMetricGrowth = signals.receiptRiskMetricGrowth
+        factors += assess(receiptOnly, policy: policy).factors
+        let order = Dictionary(uniqueKeysWithValues: RiskFactor.Kind.allCases.enumerated().map { ($1, $0) })
+        factors.sort { order[$0.kind]! < order[$1.kind]! }
         return RiskAssessment(score: min(100, factors.reduce(0) { $0 + $1.points }), factors: factors)
     }
 }

@@ -16,6 +16,9 @@ public struct RiskSignals: Sendable, Equatable {
     public var attestationsLast24Hours = 0
     /// The receipt's risk metric, when Apple's receipt carried one.
     public var receiptRiskMetric: Int?
+    /// How much the metric rose from the refreshed receipt before it, when that one was created at most
+    /// `RiskModel.receiptGrowthWindowSeconds` earlier (a fall counts as no rise).
+    public var receiptRiskMetricGrowth: Int?
     /// `apple_validation_category_01` when present in its documented form.
     public var validationCategory: UInt32?
     /// `apple_bundle_version_01` when present as text.

@@ -1,3 +1,4 @@
+import AppleReceipts
 import AttestCore
 import AttestJobs
 import AttestTokens
@@ -82,6 +83,12 @@ public struct WorkerConfiguration: Sendable {
     public var riskHistoryRetentionSeconds: Int64
     public var billingRetentionMonths: Int
     public var partitionWidthSeconds: Int64
+    /// The receipt refresher's schedule and budgets (ATTEST_RECEIPT_REFRESH_*); refresh runs only when a
+    /// DeviceCheck key is configured (``ReceiptRefreshFactory``).
+    public var receiptRefresh: ReceiptRefresher.Settings
+    /// The DeviceCheck keys and Apple's endpoints (ATTEST_DEVICECHECK_KEYS, ATTEST_RECEIPT_*); nil: no key,
+    /// refresh off.
+    public var receiptClient: ReceiptRefreshSettings?
 
     /// The key set to serve for verdict tokens (`{"keys": []}` without keys, so clients get an answer).
     public var jwksJSON: String { (tokenSigner?.jwks ?? JWKS(keys: [])).json.serialized() }
@@ -133,7 +140,11 @@ public struct WorkerConfiguration: Sendable {
         ("ATTEST_RISK_HISTORY_RETENTION", "90d", false),
         ("ATTEST_BILLING_RETENTION_MONTHS", "25", false),
         ("ATTEST_PARTITION_WIDTH", "1d", false),
-    ]
+        ("ATTEST_RECEIPT_REFRESH_SEEN_DAYS", "30", false),
+        ("ATTEST_RECEIPT_REFRESH_PER_MINUTE", "60", false),
+        ("ATTEST_RECEIPT_REFRESH_INTERVAL_MS", "5000", false),
+        ("ATTEST_RECEIPT_METRICS_RETENTION_DAYS", "180", false),
+    ] + ReceiptRefreshSettings.settings
 
     /// The configuration problems, one message each.
     public struct Invalid: Error, CustomStringConvertible {
@@ -227,7 +238,9 @@ public struct WorkerConfiguration: Sendable {
             verdictRetentionSeconds: reader.duration("ATTEST_VERDICT_RETENTION", maxSeconds: 100 * 366 * 86_400),
             riskHistoryRetentionSeconds: reader.duration("ATTEST_RISK_HISTORY_RETENTION", maxSeconds: 100 * 366 * 86_400),
             billingRetentionMonths: reader.integer("ATTEST_BILLING_RETENTION_MONTHS", min: 1, max: 1200),
-            partitionWidthSeconds: reader.duration("ATTEST_PARTITION_WIDTH", minSeconds: 10, maxSeconds: 31 * 86_400))
+            partitionWidthSeconds: reader.duration("ATTEST_PARTITION_WIDTH", minSeconds: 10, maxSeconds: 31 * 86_400),
+            receiptRefresh: reader.receiptRefresh(),
+            receiptClient: reader.receiptClient())
         // A redelivery must find its verdict while its job can still be decided, and the partitions rows
         // are stored in now must never be dropped: at least the maximum job age plus one partition.
         for (name, seconds) in [
@@ -338,6 +351,26 @@ public struct WorkerConfiguration: Sendable {
         /// Empty means unset (nil).
         mutating func optionalInteger(_ name: String, min: Int) -> Int? {
             (values[name] ?? "").isEmpty ? nil : integer(name, min: min)
+        }
+
+        /// ATTEST_RECEIPT_REFRESH_*: a team's budget holds 10 seconds' worth of its rate (at least 1).
+        mutating func receiptRefresh() -> ReceiptRefresher.Settings {
+            let perMinute = integer("ATTEST_RECEIPT_REFRESH_PER_MINUTE", min: 1, max: 60_000)
+            return ReceiptRefresher.Settings(
+                schedule: RefreshSchedule(seenWithinSeconds: Int64(integer("ATTEST_RECEIPT_REFRESH_SEEN_DAYS", min: 1, max: 3650)) * 86_400),
+                interval: .milliseconds(integer("ATTEST_RECEIPT_REFRESH_INTERVAL_MS", min: 10, max: 3_600_000)),
+                perTeam: RateLimitStore.Limit(perMinute: perMinute, burst: max(1, perMinute / 6)),
+                metricRetentionSeconds: Int64(integer("ATTEST_RECEIPT_METRICS_RETENTION_DAYS", min: 1, max: 3650)) * 86_400)
+        }
+
+        /// The client's settings, validated by their own reader (its problems join the others).
+        mutating func receiptClient() -> ReceiptRefreshSettings? {
+            do {
+                return try ReceiptRefreshSettings.from(environment: values)
+            } catch {
+                problems += error.problems
+                return nil
+            }
         }
 
         mutating func boolean(_ name: String) -> Bool {

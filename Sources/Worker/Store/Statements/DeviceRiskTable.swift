@@ -18,7 +18,8 @@ enum DeviceRiskTable {
                 (extract(epoch FROM r.last_attestation_at) * 1000000)::bigint AS last_attestation_at_us, r.keys,
                 r.failed_attestations, r.failed_assertions, r.counter_replays,
                 (extract(epoch FROM r.window_start) * 1000000)::bigint AS window_start_us, r.window_attestations,
-                r.receipt_risk_metric, r.environment, r.score, r.factors::text AS factors,
+                r.receipt_risk_metric, (extract(epoch FROM r.receipt_metric_at) * 1000000)::bigint AS receipt_metric_at_us,
+                r.receipt_metric_growth, r.environment, r.score, r.factors::text AS factors,
                 (extract(epoch FROM r.failure_window_start) * 1000000)::bigint AS failure_window_start_us
             FROM unnest($1::text[], $2::text[], $3::text[]) AS q(t, b, i)
                 CROSS JOIN LATERAL (
@@ -55,6 +56,8 @@ enum DeviceRiskTable {
                 history.windowStart = (try row.decode("window_start_us") as Int64?).map(Timestamp.init(microseconds:))
                 history.windowAttestations = try row.decode("window_attestations")
                 history.receiptRiskMetric = try row.decode("receipt_risk_metric")
+                history.receiptRiskMetricAt = (try row.decode("receipt_metric_at_us") as Int64?).map(Timestamp.init(microseconds:))
+                history.receiptRiskMetricGrowth = try row.decode("receipt_metric_growth")
                 history.environment = try row.decode("environment")
                 self.history = history
                 let factors: String = try row.decode("factors")
