@@ -11,10 +11,11 @@ import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.
 ///
-/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, one for the
-/// devices' risk histories, monthly counts and quotas, one statement consuming the worker-issued challenges
-/// the batch presents (``ChallengeStore``), decide in parallel across keys (each key's jobs in order, each
-/// seeing the state its predecessors leave), one transaction for every decision (verdicts, devices, counts,
+/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts, devices and the devices'
+/// risk histories, monthly counts and quotas (a second one only for identities the fresh device rows
+/// change), one statement consuming the worker-issued challenges the batch presents (``ChallengeStore``),
+/// decide in parallel across keys (each key's jobs in order, each seeing the state its predecessors
+/// leave), one transaction for every decision (verdicts, devices, counts,
 /// scores), then the messages to publish in consumption order. A jobId is decided once per app: a
 /// redelivered job gets the verdict stored for it, unchanged, and other content under a decided jobId gets
 /// a job_id_reused rejection of its own; an assertion that lost a counter race is decided again against the
@@ -104,9 +105,12 @@ public final class BatchProcessor: Sendable {
 
         // Every key of the batch is read again, cached or not, in the same round trip: so a revocation (or
         // any other worker's change) reaches this worker by its next batch; the cache saves parsing the key.
+        // The histories and counts come in that trip too, for the identities the cache gives now: the
+        // ledger reads only what the fresh rows change (a key seen for the first time) afterwards.
         let batchKeys = Set(jobs.compactMap(\.keyBytes))
-        let (stored, fetched) = try timings.timed(\.reading) { () throws(PGError) in
-            try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys))
+        let guessed = intelligenceQuery(jobs)
+        let (stored, fetched, snapshot) = try timings.timed(\.reading) { () throws(PGError) in
+            try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys), intelligence: guessed)
         }
         for key in batchKeys {
             if let record = fetched[key] { devices.put(record) } else { devices.remove(key) }
@@ -129,7 +133,7 @@ public final class BatchProcessor: Sendable {
             try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: true) }
         }
         let (challenges, ledger) = try timings.timed(\.reading) { () throws(PGError) in
-            (try consumeChallenges(toDecide, now: now), try intelligenceLedger(toDecide))
+            (try consumeChallenges(toDecide, now: now), try intelligenceLedger(toDecide, read: snapshot, for: guessed))
         }
         var round = decide(toDecide, now: now, challenges: challenges, ledger)
 
