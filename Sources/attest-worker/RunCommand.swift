@@ -169,7 +169,9 @@ enum RunCommand: Subcommand {
             // one fetch's worth, which librdkafka bounds by the prefetch anyway: 16 MB beside ATTEST_MAX_BUFFERED_BYTES.
             "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
-        let producerProperties = base.merging(["linger.ms": "2", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
+        // No linger: a verdict is sent as soon as the lane hands it over (a backend is waiting for it); what
+        // a loaded lane hands over while a request is in flight still leaves as one batch.
+        let producerProperties = base.merging(["linger.ms": "0", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }
         let service = try WorkerService(
             settings: WorkerService.Settings(
