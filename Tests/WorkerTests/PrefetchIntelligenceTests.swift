@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestMint
+import AttestVerifier
 import DeviceIntelligence
 import Testing
 @testable import Worker
