@@ -169,9 +169,10 @@ enum RunCommand: Subcommand {
             // one fetch's worth, which librdkafka bounds by the prefetch anyway: 16 MB beside ATTEST_MAX_BUFFERED_BYTES.
             "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
-        // No linger: a verdict is sent as soon as the lane hands it over (a backend is waiting for it); what
-        // a loaded lane hands over while a request is in flight still leaves as one batch.
-        let producerProperties = base.merging(["linger.ms": "0", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
+        // A lane hands its batch's verdicts over at once: 1 ms lets them leave as one request, and a lone
+        // verdict waits no longer (docs/SCALING.md: 0 took a few ms off at 100 jobs/s, but one request per
+        // verdict cost more than that at half load).
+        let producerProperties = base.merging(["linger.ms": "1", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }
         let service = try WorkerService(
             settings: WorkerService.Settings(
