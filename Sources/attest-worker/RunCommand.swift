@@ -170,8 +170,7 @@ enum RunCommand: Subcommand {
             "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
         // A lane hands its batch's verdicts over at once: 1 ms lets them leave as one request, and a lone
-        // verdict waits no longer (docs/SCALING.md: 0 took a few ms off at 100 jobs/s, but one request per
-        // verdict cost more than that at half load).
+        // verdict waits no longer (docs/SCALING.md: 0, one request per verdict, was no better at half load).
         let producerProperties = base.merging(["linger.ms": "1", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }
         let service = try WorkerService(
