@@ -35,6 +35,9 @@ public struct KafkaMessage: Sendable {
     public var valueSha256: [UInt8]?
     /// How many headers the record had (`headers` may hold fewer).
     public var headerCount: Int
+    /// When a poll returned it (milliseconds since the epoch, the consumer's clock), set by whoever polled:
+    /// where its time in the broker ends and its time in a buffer begins. Nil until then.
+    public var consumedMs: Int64? = nil
 
     public init(
         topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8],

@@ -34,8 +34,9 @@ struct PipelineBenchmark: Subcommand {
                       it): job → verdict (broker, buffer, deciding, storing) and the verdict's trip
                       (publishing, the reader's fetch); and the worker's own stages from its
                       attest_job_stage_seconds histogram, scraped before and after the phase, as the
-                      bucket bounds of p50 and p99: broker (created → consumed), queued (created → batch
-                      start), batch (deciding and storing), publish (verdict produced → acknowledged).
+                      bucket bounds of p50 and p99: broker (created → consumed), buffer (consumed → batch
+                      start), reading (the batch's reads), deciding (the rest of the batch), storing (its
+                      commit), publish (verdict produced → acknowledged).
           cost        over the throughput phase, per job: CPU time of the worker, of PostgreSQL (the
                       postmaster PID and its backends) and of the broker (PID), from /proc; the WAL bytes
                       written; and over every phase, rows inserted, updated and deleted in the user tables.

@@ -12,9 +12,11 @@ final class JobProducer: Sendable {
     private let failures = Atomic<Int>(0)
 
     /// `properties`: the client settings the worker gets (ATTEST_KAFKA_PROPERTIES) without the
-    /// consumer-only ones, plus `bootstrap.servers`.
+    /// consumer-only ones, plus `bootstrap.servers`. Without a `linger.ms` of their own, jobs linger 1 ms
+    /// (librdkafka's default is 5): a backend waiting for its verdict does not hold its job back, and the
+    /// worker's broker stage, which starts at the job's create time, is mostly the broker's.
     init(properties: [String: String], topic: String) throws {
-        producer = try KafkaProducer(properties: properties)
+        producer = try KafkaProducer(properties: ["linger.ms": "1"].merging(properties) { _, b in b })
         self.topic = topic
     }
 

@@ -59,5 +59,5 @@ struct StageHistogram {
     }
 
     /// The stages the worker observes, in a job's order.
-    static let order = ["broker", "queued", "batch", "publish"]
+    static let order = ["broker", "buffer", "reading", "deciding", "storing", "publish"]
 }

@@ -186,7 +186,9 @@ enum RunCommand: Subcommand {
             // The offsets attest_consumer_lag_messages is computed from, refreshed this often (milliseconds).
             "statistics.interval.ms": "5000",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
-        let producerProperties = base.merging(["linger.ms": "2", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
+        // A lane hands its batch's verdicts over at once: 1 ms lets them leave as one request, and a lone
+        // verdict waits no longer (docs/SCALING.md: 0, one request per verdict, was no better at half load).
+        let producerProperties = base.merging(["linger.ms": "1", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }
         let service = try WorkerService(
             settings: WorkerService.Settings(

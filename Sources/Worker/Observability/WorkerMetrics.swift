@@ -63,10 +63,11 @@ public final class WorkerMetrics: Sendable {
         // buckets around its latency phase (issue 14: find the tail by stage, not by guess).
         stageSeconds = registry.histogram(
             "attest_job_stage_seconds",
-            help: "A job's time per stage: broker (created → consumed), queued (created → its batch starts: broker and buffer), "
-                + "batch (deciding and storing its batch), publish (verdict handed to the producer → acknowledged).",
+            help: "A job's time per stage: broker (created → consumed), buffer (consumed → its batch starts), "
+                + "reading, deciding and storing (its batch's reads, the rest of the batch, its commits), "
+                + "publish (verdict handed to the producer → acknowledged).",
             labelNames: ["stage"],
-            buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10])
+            buckets: [0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2, 5, 10])
         errors = registry.counter("attest_errors_total", help: "Database and producer errors.", labelNames: ["component"])
         database = DatabaseHealth(
             readiness: readiness,

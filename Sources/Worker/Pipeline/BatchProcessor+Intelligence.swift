@@ -5,10 +5,11 @@ import Observability
 import PostgresClient
 
 extension BatchProcessor {
-    /// Reads the histories, monthly counts and quotas the batch's jobs are decided with, in one round trip.
-    /// A key's identity can change within the batch (an attestation bringing a fingerprint), so the
-    /// fingerprints the batch's attestations bring are read for their keys' other jobs too.
-    func intelligenceLedger(_ entries: [JobEntry]) throws(PGError) -> IntelligenceLedger {
+    /// The histories, monthly counts and quotas these jobs are decided with. A key's identity can change
+    /// within the batch (an attestation bringing a fingerprint), so the fingerprints the batch's
+    /// attestations bring are read for their keys' other jobs too. Identities come from the device cache,
+    /// so the query depends on what the cache holds when it is built.
+    func intelligenceQuery(_ entries: [JobEntry]) -> IntelligenceQuery {
         var brought = [[UInt8]: String]()
         for entry in entries {
             guard let job = entry.job, job.kind == .attestation, let key = entry.keyBytes,
@@ -34,7 +35,30 @@ extension BatchProcessor {
                 query.counted.insert(MonthlyDevice(month: month, identity: identity))
             }
         }
-        return IntelligenceLedger(try store.intelligence(query))
+        return query
+    }
+
+    /// The ledger `entries` are decided with. `snapshot` was read with the prefetch, for `guessed`: the
+    /// query the cache gave before the prefetch refreshed it. What the fresh device rows make the jobs
+    /// need besides (a key not cached yet, a row another worker changed) is read now, so the common batch
+    /// costs no round trip of its own here; a row absent from a snapshot means absent from the database
+    /// only for what was asked, hence never a guess taken for an answer.
+    func intelligenceLedger(
+        _ entries: [JobEntry], read snapshot: IntelligenceSnapshot, for guessed: IntelligenceQuery
+    ) throws(PGError) -> IntelligenceLedger {
+        let needed = intelligenceQuery(entries)
+        var missing = IntelligenceQuery()
+        missing.devices = needed.devices.subtracting(guessed.devices)
+        missing.counted = needed.counted.subtracting(guessed.counted)
+        missing.months = needed.months.subtracting(guessed.months)
+        guard !(missing.isEmpty && missing.counted.isEmpty) else { return IntelligenceLedger(snapshot) }
+        let more = try store.intelligence(missing)
+        var merged = snapshot
+        merged.histories.merge(more.histories) { _, fresh in fresh }
+        merged.scores.merge(more.scores) { _, fresh in fresh }
+        merged.counted.formUnion(more.counted)
+        merged.quotas.merge(more.quotas) { _, fresh in fresh }
+        return IntelligenceLedger(merged)
     }
 
     /// Quota thresholds are rare and actionable: a warning line and a metric, once per app and month.

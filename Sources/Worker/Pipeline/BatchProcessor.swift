@@ -11,10 +11,11 @@ import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.
 ///
-/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts and devices, one for the
-/// devices' risk histories, monthly counts and quotas, one statement consuming the worker-issued challenges
-/// the batch presents (``ChallengeStore``), decide in parallel across keys (each key's jobs in order, each
-/// seeing the state its predecessors leave), one transaction for every decision (verdicts, devices, counts,
+/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts, devices and the devices'
+/// risk histories, monthly counts and quotas (a second one only for identities the fresh device rows
+/// change), one statement consuming the worker-issued challenges the batch presents (``ChallengeStore``),
+/// decide in parallel across keys (each key's jobs in order, each seeing the state its predecessors
+/// leave), one transaction for every decision (verdicts, devices, counts,
 /// scores), then the messages to publish in consumption order. A jobId is decided once per app: a
 /// redelivered job gets the verdict stored for it, unchanged, and other content under a decided jobId gets
 /// a job_id_reused rejection of its own; an assertion that lost a counter race is decided again against the
@@ -85,6 +86,12 @@ public final class BatchProcessor: Sendable {
     /// Decides and stores `messages`; throws only infrastructure errors (after the store's own retries),
     /// in which case nothing of the batch may be acknowledged.
     public func process(_ messages: [KafkaMessage]) throws(PGError) -> [Outbound] {
+        var timings = BatchTimings()
+        return try process(messages, timings: &timings)
+    }
+
+    /// The same, adding the time spent reading and storing to `timings` (the lane's stage metrics).
+    public func process(_ messages: [KafkaMessage], timings: inout BatchTimings) throws(PGError) -> [Outbound] {
         let now = verifier.clock.now()
         // What each message publishes, by position; every one gets its answer before the batch returns.
         var published = [Outbound?](repeating: nil, count: messages.count)
@@ -98,12 +105,17 @@ public final class BatchProcessor: Sendable {
 
         // Every key of the batch is read again, cached or not, in the same round trip: so a revocation (or
         // any other worker's change) reaches this worker by its next batch; the cache saves parsing the key.
+        // The histories and counts come in that trip too, for the identities the cache gives now: the
+        // ledger reads only what the fresh rows change (a key seen for the first time) afterwards.
         let batchKeys = Set(jobs.compactMap(\.keyBytes))
-        let (stored, fetched) = try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys))
+        let guessed = intelligenceQuery(jobs)
+        let (stored, fetched, snapshot) = try timings.timed(\.reading) { () throws(PGError) in
+            try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys), intelligence: guessed)
+        }
         for key in batchKeys {
             if let record = fetched[key] { devices.put(record) } else { devices.remove(key) }
         }
-        try refreshApps(now: now, force: false)
+        try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: false) }
 
         // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already used
         // gets its own rejection. A jobId repeated within the batch is decided once, and its other messages are
@@ -118,15 +130,16 @@ public final class BatchProcessor: Sendable {
             }
         }
         if toDecide.contains(where: { $0.job.map { policy(for: $0) == nil } ?? false }) {
-            try refreshApps(now: now, force: true)
+            try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: true) }
         }
-        let challenges = try consumeChallenges(toDecide, now: now)
-        let ledger = try intelligenceLedger(toDecide)
+        let (challenges, ledger) = try timings.timed(\.reading) { () throws(PGError) in
+            (try consumeChallenges(toDecide, now: now), try intelligenceLedger(toDecide, read: snapshot, for: guessed))
+        }
         var round = decide(toDecide, now: now, challenges: challenges, ledger)
 
         var standing = [ScopedJobId: StoredVerdict]()
         for _ in 0..<Self.maxRounds where !round.isEmpty {
-            let (outcomes, crossings) = try store.commit(round.map(\.decision))
+            let (outcomes, crossings) = try timings.timed(\.storing) { () throws(PGError) in try store.commit(round.map(\.decision)) }
             report(crossings)
             var conflicts = [Decided]()
             for (decided, outcome) in zip(round, outcomes) {
@@ -150,7 +163,7 @@ public final class BatchProcessor: Sendable {
                 // Another writer moved these counters: read the stored state and decide again.
                 let keys = Set(conflicts.compactMap(\.entry.keyBytes))
                 for key in keys { devices.remove(key) }
-                let (_, fresh) = try store.prefetch(jobs: [], keyIds: Array(keys))
+                let (_, fresh) = try timings.timed(\.reading) { () throws(PGError) in try store.prefetch(jobs: [], keyIds: Array(keys)) }
                 for record in fresh.values { devices.put(record) }
                 ledger.forgetScores(of: conflicts.compactMap { $0.decision.intelligence?.device })
                 round = decide(conflicts.map(\.entry), now: now, challenges: challenges, ledger)

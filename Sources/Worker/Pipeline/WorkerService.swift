@@ -201,13 +201,14 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         while case .poll(let actions) = locked({ $0.nextPoll() }) {
             perform(actions)
             let room = waitForRoom()
-            let messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
+            var messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
             metrics.readiness.markReady(.broker)
             let consumedMs = wallMilliseconds()
-            for message in messages {
-                metrics.consumed.labels([message.topic]).increment()
-                observeStage("broker", since: message.timestampMs, now: consumedMs)
+            for i in messages.indices {
+                messages[i].consumedMs = consumedMs
+                metrics.consumed.labels([messages[i].topic]).increment()
+                observeStage("broker", since: messages[i].timestampMs, now: consumedMs)
             }
             apply { $0.received(messages) }
         }
@@ -243,16 +244,21 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             metrics.batchSize.observe(Double(batch.count))
             let started = ContinuousClock.now
             let startedMs = wallMilliseconds()
-            for message in batch { observeStage("queued", since: message.timestampMs, now: startedMs) }
-            guard let outbound = processWithRetries(batch[...], processors[lane]) else {
+            for message in batch { observeStage("buffer", since: message.consumedMs, now: startedMs) }
+            var timings = BatchTimings()
+            guard let outbound = processWithRetries(batch[...], processors[lane], &timings) else {
                 abandon(batch)
                 continue
             }
             let took = ContinuousClock.now - started
             metrics.batchSeconds.observe(took)
             metrics.batchDatabaseSeconds.observe(processors[lane].store.takeDatabaseTime())
-            let stage = metrics.stageSeconds.labels(["batch"])
-            for _ in batch { stage.observe(took) }
+            // Each job waits for its whole batch: every stage is observed once per job.
+            let deciding = max(.zero, took - timings.reading - timings.storing)
+            for (stage, duration) in [("reading", timings.reading), ("deciding", deciding), ("storing", timings.storing)] {
+                let histogram = metrics.stageSeconds.labels([stage])
+                for _ in batch { histogram.observe(duration) }
+            }
             for out in outbound { publish(out) }
         }
         apply { $0.laneStopped() }
@@ -261,11 +267,11 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// The injected clock's wall time in milliseconds, the unit of the broker's create timestamps.
     private func wallMilliseconds() -> Int64 { processors[0].verifier.clock.now().microseconds / 1000 }
 
-    /// A stage that began at a message's create time (the producer's wall clock); none without one, and a
-    /// producer's clock ahead of ours counts zero.
-    private func observeStage(_ stage: String, since createdMs: Int64?, now: Int64) {
-        guard let createdMs else { return }
-        metrics.stageSeconds.labels([stage]).observe(Double(max(0, now &- createdMs)) / 1000)
+    /// A stage that began at `startMs` (a message's create time, the producer's wall clock, or when it was
+    /// consumed); none without one, and a start ahead of `now` counts zero.
+    private func observeStage(_ stage: String, since startMs: Int64?, now: Int64) {
+        guard let startMs else { return }
+        metrics.stageSeconds.labels([stage]).observe(Double(max(0, now &- startMs)) / 1000)
     }
 
     /// Up to `batchSize` of the lane's buffered messages, waiting for them; nil once stopping and drained.
@@ -292,13 +298,15 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// settle), retried here with backoff. A refused value is isolated by halving the batch until the job
     /// that brings it stands alone: that job is answered unstorable and dead-lettered
     /// (``BatchProcessor/unstorable(_:_:)``), its neighbours are stored as usual. Nil when stopping: the
-    /// batch was not stored and is redelivered.
-    private func processWithRetries(_ batch: ArraySlice<KafkaMessage>, _ processor: BatchProcessor) -> [Outbound]? {
+    /// batch was not stored and is redelivered. Every attempt's reads and commits add to `timings`.
+    private func processWithRetries(
+        _ batch: ArraySlice<KafkaMessage>, _ processor: BatchProcessor, _ timings: inout BatchTimings
+    ) -> [Outbound]? {
         var backoff = Backoff(initial: .milliseconds(50), cap: .seconds(2))
         var attempts = 0
         while true {
             do {
-                return try processor.process(Array(batch))
+                return try processor.process(Array(batch), timings: &timings)
             } catch {
                 if error.fault != .cancelled { metrics.errors.labels(["db"]).increment() }
                 switch error.fault {
@@ -313,8 +321,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                     return [processor.unstorable(message, error)]
                 case .permanent:
                     let middle = batch.startIndex + batch.count / 2
-                    guard let first = processWithRetries(batch[..<middle], processor),
-                        let second = processWithRetries(batch[middle...], processor)
+                    guard let first = processWithRetries(batch[..<middle], processor, &timings),
+                        let second = processWithRetries(batch[middle...], processor, &timings)
                     else { return nil }
                     return first + second
                 case .transient:

@@ -7,6 +7,10 @@ public protocol DecisionStore: Sendable {
     func apps() throws(PGError) -> [AppIdentity: AppPolicy]
     func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord])
     func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot
+    /// `prefetch` and `intelligence` together: one round trip where the store can pipeline them.
+    func prefetch(
+        jobs: [ScopedJobId], keyIds: [[UInt8]], intelligence query: IntelligenceQuery
+    ) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord], intelligence: IntelligenceSnapshot)
     func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing])
     /// Settles worker-issued challenges by jobId, one round trip for the batch (see ``ChallengeStore``).
     func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome]
@@ -23,6 +27,14 @@ extension DecisionStore {
     public func cancelRetries() {}
     /// Stores without a database take no time in one.
     public func takeDatabaseTime() -> Duration { .zero }
+
+    /// One read after the other, for stores without pipelines (tests' fakes).
+    public func prefetch(
+        jobs: [ScopedJobId], keyIds: [[UInt8]], intelligence query: IntelligenceQuery
+    ) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord], intelligence: IntelligenceSnapshot) {
+        let (verdicts, devices) = try prefetch(jobs: jobs, keyIds: keyIds)
+        return (verdicts, devices, try intelligence(query))
+    }
 }
 
 extension AttestStore: DecisionStore {

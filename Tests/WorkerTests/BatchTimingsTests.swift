@@ -1,0 +1,105 @@
+import AttestCore
+import AttestCrypto
+import AttestJobs
+import AttestMint
+import AttestVerifier
+import DeviceIntelligence
+import Foundation
+import KafkaClient
+import PostgresClient
+import Testing
+import Worker
+
+/// A FakeStore whose reads and commits take a known time, so where a batch's time went can be checked.
+final class SlowStore: DecisionStore, @unchecked Sendable {
+    let inner: FakeStore
+    let readDelay: TimeInterval
+    let commitDelay: TimeInterval
+
+    init(_ inner: FakeStore, readDelay: TimeInterval, commitDelay: TimeInterval) {
+        (self.inner, self.readDelay, self.commitDelay) = (inner, readDelay, commitDelay)
+    }
+
+    func apps() throws(PGError) -> [AppIdentity: AppPolicy] {
+        Thread.sleep(forTimeInterval: readDelay)
+        return try inner.apps()
+    }
+
+    func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
+        Thread.sleep(forTimeInterval: readDelay)
+        return try inner.prefetch(jobs: jobs, keyIds: keyIds)
+    }
+
+    func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot {
+        Thread.sleep(forTimeInterval: readDelay)
+        return try inner.intelligence(query)
+    }
+
+    func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
+        Thread.sleep(forTimeInterval: commitDelay)
+        return try inner.commit(decisions)
+    }
+
+    func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome] {
+        Thread.sleep(forTimeInterval: readDelay)
+        return try inner.consumeChallenges(claims)
+    }
+}
+
+/// The lane's reading and storing stages come from ``BatchTimings``: every read in `reading`, every commit
+/// (each round of a lost counter race) in `storing`, neither in the other.
+@Suite struct BatchTimingsTests {
+    let fake = FakeStore()
+
+    init() {
+        let (team, bundle) = (BatchProcessorTests.teamId, BatchProcessorTests.bundleId)
+        fake.appPolicies[AppIdentity(teamId: team, bundleId: bundle)] = AppPolicy(teamId: team, bundleId: bundle)
+    }
+
+    func processor(_ store: any DecisionStore) -> BatchProcessor {
+        BatchProcessor(
+            verifier: JobVerifier(trust: BatchProcessorTests.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))),
+            store: store, devices: DeviceCache(),
+            settings: BatchProcessor.Settings(verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024))
+    }
+
+    func message(_ value: [UInt8], offset: Int64) -> KafkaMessage {
+        KafkaMessage(topic: "jobs", partition: 0, offset: offset, key: nil, value: value, headers: [], timestampMs: nil)
+    }
+
+    @Test func readsAndCommitsAreTimedApart() throws {
+        let device = try Device()
+        // Reads are slow, commits fast: storing would reach the reads' time if it took any of them in.
+        let slowReads = processor(SlowStore(fake, readDelay: 0.15, commitDelay: 0.02))
+        var timings = BatchTimings()
+        let out = try slowReads.process([
+            message(BatchProcessorTests.attestationJob(device, jobId: "t-a"), offset: 1),
+            message(BatchProcessorTests.assertionJob(device, jobId: "t-1", counter: 1), offset: 2),
+        ], timings: &timings)
+        #expect(out.count == 2)
+        // At least the prefetch, the apps and the histories: three reads.
+        #expect(timings.reading >= .milliseconds(450), "\(timings)")
+        #expect(timings.storing >= .milliseconds(20), "\(timings)")
+        #expect(timings.storing < .milliseconds(150), "\(timings)")
+
+        // Commits slow, reads fast: reading would reach the commit's time if it took it in.
+        let slowCommits = processor(SlowStore(fake, readDelay: 0, commitDelay: 0.3))
+        var later = BatchTimings()
+        _ = try slowCommits.process([message(BatchProcessorTests.assertionJob(device, jobId: "t-2", counter: 2), offset: 3)], timings: &later)
+        #expect(later.storing >= .milliseconds(300), "\(later)")
+        #expect(later.reading < .milliseconds(300), "\(later)")
+    }
+
+    @Test func everyCommitRoundAddsToStoring() throws {
+        let device = try Device()
+        _ = try processor(fake).process([message(BatchProcessorTests.attestationJob(device, jobId: "r-a"), offset: 1)])
+        // Another worker stores counter 9 after the next read: the first commit loses the race, a second
+        // round decides again (against 9) and commits.
+        fake.raceCounters[device.keyId] = 9
+        var timings = BatchTimings()
+        let out = try processor(SlowStore(fake, readDelay: 0, commitDelay: 0.2)).process(
+            [message(BatchProcessorTests.assertionJob(device, jobId: "r-7", counter: 7), offset: 2)], timings: &timings)
+        #expect(JSONValue.parse(out[0].value)?["reason"] == .string("counter_not_increasing"))
+        #expect(timings.storing >= .milliseconds(400), "\(timings)")
+    }
+}
