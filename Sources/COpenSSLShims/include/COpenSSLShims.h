@@ -16,8 +16,12 @@ void copenssl_sk_X509_free(STACK_OF(X509) *stack);
 /// Pops every queued OpenSSL error into `buf` as "lib:reason; ..." and clears the queue. Returns the count.
 int copenssl_drain_errors(char *buf, size_t len);
 
-/// An EC public key from a named group ("prime256v1", "secp384r1") and an X9.62 point, imported with
-/// EVP_PKEY_fromdata (whose parameter list and selection are macros). NULL when the point is not on the
-/// curve. d2i_PUBKEY goes through OpenSSL 3's decoder chain, which costs more than a verification.
-EVP_PKEY *copenssl_ec_public_key(const char *group, const unsigned char *point, size_t length);
+/// A parameters-only EC key for a named group ("prime256v1", "secp384r1"), imported with EVP_PKEY_fromdata
+/// (whose parameter list and selection are macros): the template `copenssl_ec_public_key` copies.
+EVP_PKEY *copenssl_ec_parameters(const char *group);
+
+/// An EC public key: a copy of `parameters` (from `copenssl_ec_parameters`) given the X9.62 point. NULL when
+/// the point is not on the curve. Copying the group costs a fraction of building it from its name again, and
+/// d2i_PUBKEY goes through OpenSSL 3's decoder chain, which costs more than a verification.
+EVP_PKEY *copenssl_ec_public_key(EVP_PKEY *parameters, const unsigned char *point, size_t length);
 #endif
