@@ -4,6 +4,7 @@ import AttestCrypto
 import AttestJobs
 @_spi(Benchmark) import AttestVerifier
 import Foundation
+import Glibc
 
 /// `attest-bench core`: single-thread rates of the verification core next to the raw OpenSSL ECDSA verify
 /// rates measured in the same run (a precomputed digest, a parsed key and one reused EVP_PKEY_CTX, as
@@ -22,7 +23,8 @@ struct CoreBenchmark: Subcommand {
         usage: attest-bench core [--json] [--seconds N] [--rounds R]
 
         Measures, on one thread, each for N seconds (default 1) per round, R rounds (default 5), and prints
-        the median rate of each:
+        the median rate of each, per second of the thread's CPU time (not wall time, which on a shared
+        machine also counts other processes' turns on the core):
           raw P-384 and P-256 ECDSA verify (OpenSSL, precomputed digest, parsed key): the credential
             certificate's signature by the intermediate, and the assertion's signature by its device key;
           attestation with a cold intermediate cache, warm with receipt verification, warm without;
@@ -179,10 +181,13 @@ struct CoreBenchmark: Subcommand {
             paddedAttestationJob: m[7], largestObjectAttestationJob: m[8], assertionJob: m[9], largestAssertionJob: m[10])
     }
 
-    /// Operations per second of `body`, run in batches until `seconds` have passed.
+    /// Operations per second of `body`, run in batches until `seconds` have passed, per second of this
+    /// thread's CPU time: on a shared machine wall time also counts the time other processes held the core,
+    /// which falls on some measurements more than others and skews the ratios between them.
     private func rate(_ body: () -> Void) -> Double {
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
+        let cpuStart = Self.threadCPUNanoseconds()
         var count = 0
         var now = start
         var batch = 1
@@ -192,7 +197,14 @@ struct CoreBenchmark: Subcommand {
             now = DispatchTime.now().uptimeNanoseconds
             if batch < 64 { batch *= 2 }
         }
-        return Double(count) / (Double(now - start) / 1e9)
+        return Double(count) / (Double(Self.threadCPUNanoseconds() - cpuStart) / 1e9)
+    }
+
+    /// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+    private static func threadCPUNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     private static func median(_ values: [Double]) -> Double {
