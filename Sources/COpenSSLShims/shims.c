@@ -52,3 +52,16 @@ EVP_PKEY *copenssl_ec_public_key(EVP_PKEY *parameters, const unsigned char *poin
     }
     return key;
 }
+
+EC_GROUP *copenssl_ec_group(const char *group) {
+    int nid = OBJ_sn2nid(group);
+    return nid == NID_undef ? NULL : EC_GROUP_new_by_curve_name(nid);
+}
+
+int copenssl_ec_point_is_on_curve(const EC_GROUP *group, const unsigned char *point, size_t length) {
+    EC_POINT *decoded = EC_POINT_new(group);
+    if (decoded == NULL) return 0;
+    int ok = EC_POINT_oct2point(group, decoded, point, length, NULL);
+    EC_POINT_free(decoded);
+    return ok == 1;
+}

@@ -75,4 +75,18 @@ import Testing
         #expect(mine.verify(signature: minted.signature, digest: digest))
         #expect(!theirs.verify(signature: minted.signature, digest: digest))
     }
+
+    /// A point key becomes an EVP_PKEY at its first use, whichever use comes first, and decides alike after.
+    @Test func deferredImportServesEveryUse() {
+        let minted = try! Self.device.mintAssertion(
+            teamId: "TEAM123456", bundleId: "com.example.keys", clientDataHash: Self.digest, counter: 1)
+        let digest = Digest.sha256.hash(Digest.sha256(minted.authenticatorData, Self.digest))
+        let first = ECPublicKey(p256Point: Self.device.publicKeyX962)!
+        let reusable = first.makeReusableVerifier()
+        #expect(reusable?.verify(signature: minted.signature, digest: digest) == true)
+        #expect(first.verify(signature: minted.signature, digest: digest))
+        let second = ECPublicKey(p256Point: Self.device.publicKeyX962)!
+        #expect(second.verify(signature: minted.signature, digest: Digest.sha256.hash(digest)) == false)
+        #expect(second.makeReusableVerifier()?.verify(signature: minted.signature, digest: digest) == true)
+    }
 }

@@ -1,6 +1,7 @@
 #ifndef COPENSSL_SHIMS_H
 #define COPENSSL_SHIMS_H
 #include <stddef.h>
+#include <openssl/ec.h>
 #include <openssl/x509.h>
 
 /// Function-like OpenSSL macros and type-generic stack calls do not import into Swift; these wrap them.
@@ -24,4 +25,10 @@ EVP_PKEY *copenssl_ec_parameters(const char *group);
 /// the point is not on the curve. Copying the group costs a fraction of building it from its name again, and
 /// d2i_PUBKEY goes through OpenSSL 3's decoder chain, which costs more than a verification.
 EVP_PKEY *copenssl_ec_public_key(EVP_PKEY *parameters, const unsigned char *point, size_t length);
+/// A named curve's group ("prime256v1", "secp384r1"); NULL for an unknown name.
+EC_GROUP *copenssl_ec_group(const char *group);
+
+/// 1 when `point` is an X9.62 encoding of a point on `group`'s curve (EC_POINT_oct2point: the check an
+/// EVP_PKEY import of the point makes), else 0. Only reads `group`, so one group serves every thread.
+int copenssl_ec_point_is_on_curve(const EC_GROUP *group, const unsigned char *point, size_t length);
 #endif
