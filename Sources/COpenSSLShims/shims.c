@@ -27,19 +27,41 @@ int copenssl_drain_errors(char *buf, size_t len) {
     return count;
 }
 
-EVP_PKEY *copenssl_ec_public_key(const char *group, const unsigned char *point, size_t length) {
+EVP_PKEY *copenssl_ec_parameters(const char *group) {
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
     if (ctx == NULL) return NULL;
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)group, 0),
-        OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, length),
         OSSL_PARAM_construct_end(),
     };
     EVP_PKEY *key = NULL;
-    if (EVP_PKEY_fromdata_init(ctx) != 1 || EVP_PKEY_fromdata(ctx, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) {
+    if (EVP_PKEY_fromdata_init(ctx) != 1 || EVP_PKEY_fromdata(ctx, &key, EVP_PKEY_KEY_PARAMETERS, params) != 1) {
         EVP_PKEY_free(key);
         key = NULL;
     }
     EVP_PKEY_CTX_free(ctx);
     return key;
+}
+
+EVP_PKEY *copenssl_ec_public_key(EVP_PKEY *parameters, const unsigned char *point, size_t length) {
+    EVP_PKEY *key = EVP_PKEY_dup(parameters);
+    if (key == NULL) return NULL;
+    if (EVP_PKEY_set1_encoded_public_key(key, point, length) != 1) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
+    return key;
+}
+
+EC_GROUP *copenssl_ec_group(const char *group) {
+    int nid = OBJ_sn2nid(group);
+    return nid == NID_undef ? NULL : EC_GROUP_new_by_curve_name(nid);
+}
+
+int copenssl_ec_point_is_on_curve(const EC_GROUP *group, const unsigned char *point, size_t length) {
+    EC_POINT *decoded = EC_POINT_new(group);
+    if (decoded == NULL) return 0;
+    int ok = EC_POINT_oct2point(group, decoded, point, length, NULL);
+    EC_POINT_free(decoded);
+    return ok == 1;
 }

@@ -33,6 +33,9 @@ public struct CBORDecoder: Sendable {
 }
 
 private struct Cursor {
+    /// Maps with at most this many keys find duplicates by comparison (at most 28 of them), larger ones by a set.
+    static let linearKeyCheckLimit = 8
+
     let bytes: [UInt8]
     var position: Int
     let maxDepth: Int
@@ -105,15 +108,24 @@ private struct Cursor {
             let n = try length(info, headAt: start, minimumBytesEach: 2)
             var entries = [CBORMapEntry]()
             entries.reserveCapacity(n)
-            // A set, not a list: a 64 KiB map holds 16,000 keys, and comparing each with all before it
-            // took 0.3 s per object (ops/fuzz; CBORFuzzRegressionTests).
+            // A set, not a list, past a few keys: a 64 KiB map holds 16,000 keys, and comparing each with all
+            // before it took 0.3 s per object (ops/fuzz; CBORFuzzRegressionTests). Below that, comparing with
+            // the earlier keys costs less than hashing (App Attest's maps have two to four keys).
+            var earlierKeys = [Range<Int>]()
             var keyEncodings = Set<ArraySlice<UInt8>>()
             for _ in 0..<n {
                 let keyStart = position
                 let key = try item(depth: depth + 1)
                 // Minimal heads make equal keys byte-identical, so comparing encodings finds duplicates.
-                let encoding = bytes[keyStart..<position]
-                if !keyEncodings.insert(encoding).inserted { throw CBORError(.duplicateKey, at: keyStart) }
+                let encoding = keyStart..<position
+                if n <= Self.linearKeyCheckLimit {
+                    if earlierKeys.contains(where: { bytes[$0].elementsEqual(bytes[encoding]) }) {
+                        throw CBORError(.duplicateKey, at: keyStart)
+                    }
+                    earlierKeys.append(encoding)
+                } else if !keyEncodings.insert(bytes[encoding]).inserted {
+                    throw CBORError(.duplicateKey, at: keyStart)
+                }
                 entries.append(CBORMapEntry(key: key, value: try item(depth: depth + 1)))
             }
             return .map(entries)

@@ -1,5 +1,7 @@
 /// One decoded CBOR data item (RFC 8949). Only what a strict decoder of definite-length items can produce.
-public indirect enum CBORValue: Sendable, Equatable {
+/// Only a tag's content is boxed (arrays and maps already live in their own buffers), so a decoded scalar
+/// costs no allocation of its own.
+public enum CBORValue: Sendable, Equatable {
     case unsigned(UInt64)
     /// The negative integer -1 - n.
     case negative(UInt64)
@@ -8,7 +10,7 @@ public indirect enum CBORValue: Sendable, Equatable {
     case array([CBORValue])
     /// Entries in encoded order; keys are unique (the decoder rejects duplicates).
     case map([CBORMapEntry])
-    case tagged(UInt64, CBORValue)
+    indirect case tagged(UInt64, CBORValue)
     case bool(Bool)
     case null
     case undefined

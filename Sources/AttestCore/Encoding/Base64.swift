@@ -2,47 +2,64 @@
 /// correct when present, no whitespace, and no non-zero bits left over in the last character, so that one
 /// byte string has few encodings and garbage never decodes by accident.
 public enum Base64 {
-    /// Decodes `text`, or returns nil when it is not strict base64.
+    /// Decodes `text`, or returns nil when it is not strict base64. One pass over the UTF-8 in place, a table
+    /// lookup per character, straight into the result's storage (attestation objects are kilobytes).
     public static func decode(_ text: String) -> [UInt8]? {
-        var utf8 = Array(text.utf8)
-        var padding = 0
-        while let last = utf8.last, last == UInt8(ascii: "=") {
-            utf8.removeLast()
-            padding += 1
-        }
-        if padding > 2 || (padding > 0 && (utf8.count + padding) % 4 != 0) { return nil }
-        if utf8.count % 4 == 1 { return nil }
-        var alphabet: Alphabet? = nil
-        var out = [UInt8]()
-        out.reserveCapacity(utf8.count * 3 / 4)
+        text.utf8.withContiguousStorageIfAvailable { decode(utf8: $0) }
+            ?? Array(text.utf8).withUnsafeBufferPointer { decode(utf8: $0) }
+    }
+
+    private static func decode(utf8: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var end = utf8.count
+        while end > 0, utf8[end - 1] == UInt8(ascii: "=") { end -= 1 }
+        let padding = utf8.count - end
+        if padding > 2 || (padding > 0 && utf8.count % 4 != 0) { return nil }
+        if end % 4 == 1 { return nil }
+        var valid = true
+        var alphabets: UInt8 = 0
         var accumulator: UInt32 = 0
         var bits = 0
-        for c in utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = c - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "+"), UInt8(ascii: "/"):
-                if alphabet == .urlSafe { return nil }
-                alphabet = .standard
-                v = c == UInt8(ascii: "+") ? 62 : 63
-            case UInt8(ascii: "-"), UInt8(ascii: "_"):
-                if alphabet == .standard { return nil }
-                alphabet = .urlSafe
-                v = c == UInt8(ascii: "-") ? 62 : 63
-            default: return nil
+        // Six bits per character, one byte out per eight: exactly end * 3 / 4 bytes.
+        let out = [UInt8](unsafeUninitializedCapacity: end * 3 / 4) { buffer, count in
+            count = 0
+            decodeTable.withUnsafeBufferPointer { table in
+                for c in utf8[..<end] {
+                    let entry = table[Int(c)]
+                    alphabets |= entry
+                    accumulator = (accumulator << 6) | UInt32(entry & 0x3f)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        buffer[count] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                        count += 1
+                    }
+                }
             }
-            accumulator = (accumulator << 6) | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
+            // Both flags: a character that is not base64, or the two alphabets' extra characters mixed.
+            valid = alphabets & invalid != invalid
         }
+        guard valid else { return nil }
         // Leftover bits must be zero: "QR==" and "QQ==" must not both decode to "A".
         if bits > 0 && accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
         return out
+    }
+
+    /// Flags in a decode table entry above its six-bit value; both together mark a byte that is no base64.
+    private static let standard: UInt8 = 0x40, urlSafe: UInt8 = 0x80, invalid: UInt8 = standard | urlSafe
+
+    /// Per byte: the six-bit value, with `standard` for "+" and "/", `urlSafe` for "-" and "_", and both
+    /// (`invalid`) for anything that is no base64 character.
+    private static let decodeTable: [UInt8] = (0..<256).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): UInt8(byte) - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): UInt8(byte) - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+"): 62 | standard
+        case UInt8(ascii: "/"): 63 | standard
+        case UInt8(ascii: "-"): 62 | urlSafe
+        case UInt8(ascii: "_"): 63 | urlSafe
+        default: invalid
+        }
     }
 
     /// Standard alphabet with padding, as verdicts carry bytes.
@@ -80,6 +97,4 @@ public enum Base64 {
         }
         return String(decoding: out, as: UTF8.self)
     }
-
-    private enum Alphabet { case standard, urlSafe }
 }
