@@ -5,9 +5,9 @@ import DeviceIntelligence
 /// The decision on one job, as published to the results topic and printed by `verify` (CONTRACT 2).
 public struct Verdict: Sendable {
     /// The verdict schema's version (`schemaVersion`): 2 added it, `subjectId`, `receivedAt` and the
-    /// analytics metadata. Bumped by one whenever the verdict gains members, so a consumer can tell which
+    /// analytics metadata; 3 added deviceIntelligence's `receiptRiskMetric` and `receiptRiskMetricDate`. Bumped by one whenever the verdict gains members, so a consumer can tell which
     /// optional members it may expect; members are never removed or retyped (Schemas/README.md).
-    public static let schemaVersion: Int64 = 2
+    public static let schemaVersion: Int64 = 3
     /// The job's metadata echoed for analytics, in this order (each already bounded by the job's parser).
     public static let analyticsFields = ["deviceModel", "osVersion", "appVersion", "appBuildNumber", "platform"]
 

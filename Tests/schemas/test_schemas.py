@@ -266,7 +266,7 @@ def test_examples_and_cases():
     expect(v, variant(VERDICT_OK, deviceIntelligence=variant(INTELLIGENCE, riskScore=101, riskCategory="blocked")),
            False, "score over 100")
     expect(v, variant(VERDICT_OK, deviceIntelligence=variant(INTELLIGENCE, deviceId=DROP)), False, "intelligence without deviceId")
-    echoed = {"schemaVersion": 2, "subjectId": "user-42", "receivedAt": NOW, "deviceModel": "iPhone16,2",
+    echoed = {"schemaVersion": 3, "subjectId": "user-42", "receivedAt": NOW, "deviceModel": "iPhone16,2",
               "osVersion": "17.4", "appVersion": "2.1.0", "appBuildNumber": "210", "platform": "iOS"}
     expect(v, variant(VERDICT_OK, **echoed, deviceIntelligence=variant(INTELLIGENCE, subjectId="user-42")), True,
            "subject, receivedAt, analytics metadata and the schema version")
