@@ -37,6 +37,13 @@ enum ReceiptRefreshHarness {
         return (rows.string(0, 0), rows.string(0, 1) == "true", rows.int(0, 2))
     }
 
+    /// Every device already enrolled (the other suites' attestations, all of the one test team) is made due
+    /// a year from now, so a test's refreshers spend their rounds on the devices the test attests next.
+    static func parkEnrolledDevices() throws {
+        _ = try PGConnection(conninfo: try Stack.databaseURL).execute(
+            "UPDATE receipt_refresh SET next_due_at = now() + interval '365 days', lease_owner = NULL, lease_expires_at = NULL")
+    }
+
     /// Devices leased to a refresher now (a refresh in flight).
     static func leasedNow() throws -> Int64 {
         try PGConnection(conninfo: try Stack.databaseURL).execute(
@@ -89,6 +96,7 @@ extension LiveStack {
         @Test func twoWorkersRefreshStoreAndScoreMetricsRejectForgeriesAndHonourRetryAfter() throws {
             let bundleId = "com.example.rsched.\(UUID().uuidString.prefix(8).lowercased())"
             try Jobs.registerApp(bundleId)
+            try ReceiptRefreshHarness.parkEnrolledDevices()
             let (rising, forged, limited) = (try Device(), try Device(), try Device())
             let busy = try (0..<6).map { _ in try Device() }
             let script = """
@@ -165,6 +173,7 @@ extension LiveStack {
         @Test func receiptCommandsRefreshAndShowOneDevice() throws {
             let bundleId = "com.example.rcli.\(UUID().uuidString.prefix(8).lowercased())"
             try Jobs.registerApp(bundleId)
+            try ReceiptRefreshHarness.parkEnrolledDevices()
             let standIn = try ReceiptRefreshHarness.standIn(#"{"default": [{"riskMetric": 7}]}"#)
             let topics = try Stack.topics("rcli", partitions: 1)
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
@@ -199,6 +208,7 @@ extension LiveStack {
         @Test func verdictsAreNotDelayedByAnEndpointThatAnswersAfterFiveSeconds() throws {
             let bundleId = "com.example.rslow.\(UUID().uuidString.prefix(8).lowercased())"
             try Jobs.registerApp(bundleId)
+            try ReceiptRefreshHarness.parkEnrolledDevices()
             let standIn = try ReceiptRefreshHarness.standIn(#"{"default": [{"riskMetric": 1, "delaySeconds": 5}]}"#)
             let topics = try Stack.topics("rslow", partitions: 1)
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: try ReceiptRefreshHarness.environment(standIn))
