@@ -70,7 +70,7 @@ enum ReceiptCommand: Subcommand {
             }
             let refresher = ReceiptRefresher(
                 settings: ReceiptRefresher.Settings(), conninfo: url, refresher: client,
-                clock: SystemClock(), registry: MetricsRegistry(), logger: Logger(level: .warning))
+                clock: SystemClock(), registry: MetricsRegistry(), readiness: Readiness.Conditions(), logger: Logger(level: .warning))
             let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
             guard
                 let device = try store.leaseRefresh(

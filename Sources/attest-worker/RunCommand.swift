@@ -37,7 +37,8 @@ enum RunCommand: Subcommand {
         // only its own routes, so exposing one never exposes the other. They start first (see `group`).
         let metrics = WorkerMetrics()
         var opsRoutes = HTTPRoutes()
-        HealthEndpoints.register(on: &opsRoutes, metrics: metrics.registry, readiness: metrics.readiness.check)
+        HealthEndpoints.register(
+            on: &opsRoutes, metrics: metrics.registry, readiness: metrics.readiness.check, advisories: metrics.readiness.advisoryTexts)
         var routes = HTTPRoutes()
         // Verdict-token keys: the signing key and the retired ones whose tokens may still be in use.
         let jwks = Array(configuration.jwksJSON.utf8)
@@ -207,7 +208,7 @@ enum RunCommand: Subcommand {
         let receipts = ReceiptRefreshFactory.client(configuration.receiptClient, receiptAnchor: trust.receipt.chain.anchor).map { client in
             ReceiptRefresher(
                 settings: configuration.receiptRefresh, conninfo: configuration.databaseURL, refresher: client, clock: SystemClock(),
-                registry: metrics.registry, logger: logger)
+                registry: metrics.registry, readiness: metrics.readiness, logger: logger)
         }
         if receipts == nil { logger.info("receipt refresh off: no DeviceCheck key configured") }
 

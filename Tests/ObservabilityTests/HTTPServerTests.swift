@@ -49,7 +49,7 @@ struct HTTPServerTests {
 
     @Test("GET /readyz follows the readiness closure: 200, then 503 with the reason, then 200 again")
     func readyzFlips() throws {
-        let readiness = ReadinessConditions<TestCondition, TestReason>()
+        let readiness = ReadinessConditions<TestCondition, TestReason, TestAdvisory>()
         readiness.markReady(.broker)
         readiness.markReady(.postgres)
         readiness.markReady(.migrations)

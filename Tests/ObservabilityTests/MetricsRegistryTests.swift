@@ -237,6 +237,11 @@ enum TestCondition: String, ReadinessCondition {
     var name: String { rawValue }
 }
 
+struct TestAdvisory: ReadinessAdvisory {
+    var key: String
+    var text: String
+}
+
 enum TestReason: ReadinessReason {
     case starting
     case because(String)
@@ -258,7 +263,7 @@ enum TestReason: ReadinessReason {
 struct ReadinessConditionsTests {
     @Test("not ready until every condition is marked, reasons in declaration order")
     func conditions() {
-        let readiness = ReadinessConditions<TestCondition, TestReason>()
+        let readiness = ReadinessConditions<TestCondition, TestReason, TestAdvisory>()
         #expect(readiness.check() == "broker: starting; postgres: starting; migrations: starting")
         readiness.markReady(.broker)
         readiness.markReady(.migrations)

@@ -1,3 +1,4 @@
+import AttestCore
 import Observability
 import Testing
 import Worker
@@ -50,5 +51,21 @@ struct ReadinessTests {
         text = metrics.registry.render()
         #expect(text.contains(#"attest_readiness_unmet{condition="broker",reason="consumer_error"} 0"#), "\(text)")
         #expect(text.contains("attest_ready 1\n"))
+    }
+
+    @Test("a refused team's advisory names the team, Apple's status and the pause's end, and keys one note per team")
+    func receiptRefusal() {
+        let until = Timestamp(microseconds: 1_790_000_000_000_000)
+        let advisory = Readiness.Advisory.receiptRefreshRefused(team: "ABCDE12345", status: 401, pausedUntil: until)
+        #expect(advisory.text == "receipt refresh: team ABCDE12345 refused by Apple (401), paused until \(until.rfc3339)")
+        let later = Readiness.Advisory.receiptRefreshRefused(team: "ABCDE12345", status: 403, pausedUntil: until.adding(seconds: 60))
+        #expect(advisory.key == later.key)
+        #expect(advisory.key != Readiness.Advisory.receiptRefreshRefused(team: "OTHER00000", status: 401, pausedUntil: until).key)
+        let readiness = Readiness.Conditions()
+        readiness.advise(advisory)
+        readiness.advise(later)
+        #expect(readiness.advisories == [later])
+        // Not a condition: the status /readyz answers is the conditions' alone.
+        #expect(readiness.check() == "postgres: starting; migrations: starting; broker: starting")
     }
 }

@@ -244,12 +244,15 @@ final class ManualClock: Clock {
         var calls: Int { requests.withLock { $0.count } }
     }
 
-    static func refresher(_ db: Database, _ apple: FakeApple, clock: ManualClock, perTeam: RateLimitStore.Limit = .init(perMinute: 6000, burst: 100))
+    static func refresher(
+        _ db: Database, _ apple: FakeApple, clock: ManualClock, perTeam: RateLimitStore.Limit = .init(perMinute: 6000, burst: 100),
+        readiness: Readiness.Conditions = Readiness.Conditions()
+    )
         -> ReceiptRefresher
     {
         ReceiptRefresher(
             settings: .init(perTeam: perTeam), conninfo: db.url, refresher: apple, clock: clock, registry: MetricsRegistry(),
-            logger: Logger(level: .error, sink: { _ in }))
+            readiness: readiness, logger: Logger(level: .error, sink: { _ in }))
     }
 
     @Test func retryAfterIsHonouredAndTheNextAnswerIsStored() throws {

@@ -1,9 +1,10 @@
+import AttestCore
 import Observability
 
 /// The worker's readiness: what must hold, and every reason it may not, each with its `/readyz` text and
-/// its label on `attest_readiness_unmet`.
+/// its label on `attest_readiness_unmet`; and the advisories `/readyz` adds without changing its status.
 public enum Readiness {
-    public typealias Conditions = ReadinessConditions<Condition, Reason>
+    public typealias Conditions = ReadinessConditions<Condition, Reason, Advisory>
 
     /// In the order `/readyz` lists them.
     public enum Condition: String, ReadinessCondition {
@@ -63,6 +64,27 @@ public enum Readiness {
             case .probeFailed: "probe_failed"
             case .writerRetrying: "writer_retrying"
             case .schemaBehind: "schema_behind"
+            }
+        }
+    }
+
+    /// Notes for an operator about work beside the verdicts' path: jobs are still verified, so the status
+    /// stays what the conditions say.
+    public enum Advisory: ReadinessAdvisory, Equatable {
+        /// Apple refused the team's DeviceCheck key (400/401/403): its receipt refreshes wait until then
+        /// (``ReceiptRefresher``). Never the key, the token or Apple's body.
+        case receiptRefreshRefused(team: String, status: Int, pausedUntil: Timestamp)
+
+        public var key: String {
+            switch self {
+            case .receiptRefreshRefused(let team, _, _): "receipt-refresh:" + team
+            }
+        }
+
+        public var text: String {
+            switch self {
+            case .receiptRefreshRefused(let team, let status, let until):
+                "receipt refresh: team \(team) refused by Apple (\(status)), paused until \(until.rfc3339)"
             }
         }
     }

@@ -46,7 +46,7 @@ extension AttestStore {
     }
 
     /// Stores a refreshed receipt in one transaction, only while `owner` holds the lease: the device's
-    /// receipt replaced, the state settled as `next`, and, when it carries a metric, the metric appended to
+    /// receipt replaced, its team's pause ended (Apple took the key), the state settled as `next`, and, when it carries a metric, the metric appended to
     /// the history and scored into the device's risk row (its receipt factors replaced, the other factors
     /// as the last job left them), with a risk history row when the score moves and an event when the
     /// category does.
@@ -58,6 +58,7 @@ extension AttestStore {
                 guard try c.execute(ReceiptRefreshTable.Settle(keyId: device.keyId, owner: owner, next: next, now: now, called: true)) == 1
                 else { return .leaseLost }
                 _ = try c.execute(ReceiptRefreshTable.StoreReceipt(keyId: device.keyId, der: receipt.der))
+                if let teamId = device.teamId { try c.execute(ReceiptRefreshTable.ResumeTeam(teamId: teamId, now: now)) }
                 guard let metric = receipt.riskMetric, metric >= 0, let app = device.appDevice else { return .stored(categoryChanged: false) }
                 try c.execute(ReceiptRefreshTable.AppendMetric(keyId: device.keyId, createdAt: receipt.creationTime, metric: metric, storedAt: now))
                 guard let risk = try c.execute(ReceiptRefreshTable.LockRisk(app)) else { return .stored(categoryChanged: false) }
@@ -81,10 +82,10 @@ extension AttestStore {
         }
     }
 
-    /// The teams paused at `now`, with Apple's status and reason.
-    public func pausedRefreshTeams(now: Timestamp) throws(PGError) -> [(teamId: String, status: Int, reason: String?)] {
+    /// The teams paused at `now`, with Apple's status and reason and when the pause ends.
+    public func pausedRefreshTeams(now: Timestamp) throws(PGError) -> [(teamId: String, status: Int, reason: String?, pausedUntil: Timestamp)] {
         try connection.run { c throws(PGError) in try c.execute(ReceiptRefreshTable.PausedTeams(now: now)) }
-            .map { ($0.teamId, $0.status, $0.reason) }
+            .map { ($0.teamId, $0.status, $0.reason, $0.pausedUntil) }
     }
 
     /// Deletes the metrics stored before `before`, `chunk` rows per statement; returns how many.

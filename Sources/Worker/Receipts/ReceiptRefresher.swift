@@ -15,6 +15,10 @@ import Synchronization
 /// its outcome is applied in one transaction while the lease is still this worker's. Nothing here is on a
 /// job's path: batches never read what this writes until it is committed, and never wait for Apple. Every
 /// worker runs one, on a database connection and a thread of its own.
+///
+/// A team Apple refused (``Readiness/Advisory/receiptRefreshRefused(team:status:pausedUntil:)``) is shown
+/// on `/readyz` as an advisory, not a condition: verdicts never wait for a refresh, so the worker stays
+/// ready. The notes follow the paused teams in PostgreSQL each round, so every worker shows them.
 public final class ReceiptRefresher: Service {
     public let name = "receipt refresher"
 
@@ -68,14 +72,16 @@ public final class ReceiptRefresher: Service {
     public let owner: String
     private let refreshes: Counter
     private let pausedTeams: Gauge
+    private let readiness: Readiness.Conditions
     private let stopping = Atomic<Bool>(false)
     private let task: Mutex<PeriodicTask?> = Mutex(nil)
 
     public init(
         settings: Settings, conninfo: String, refresher: any ReceiptRefreshing, clock: any Clock, registry: MetricsRegistry,
-        logger: Logger
+        readiness: Readiness.Conditions, logger: Logger
     ) {
         self.settings = settings
+        self.readiness = readiness
         connection = PGReconnectingConnection(conninfo: conninfo, applicationName: "attest-worker-receipts", retryTimeout: .seconds(10))
         store = AttestStore(connection: connection)
         self.refresher = refresher
@@ -110,7 +116,7 @@ public final class ReceiptRefresher: Service {
             let now = clock.now()
             let purged = try store.purgeReceiptMetrics(before: now.adding(seconds: -settings.metricRetentionSeconds))
             if purged > 0 { logger.info("old receipt metrics deleted", [("rows", .int(Int64(purged)))]) }
-            pausedTeams.set(Double(try store.pausedRefreshTeams(now: now).count))
+            showPaused(try store.pausedRefreshTeams(now: now))
             let leased = try store.claimRefreshes(owner: owner, now: now, limit: settings.batchSize, leaseSeconds: settings.leaseSeconds)
             let leaseEnd = now.adding(seconds: settings.leaseSeconds)
             for device in leased {
@@ -165,6 +171,7 @@ public final class ReceiptRefresher: Service {
         let next = RefreshPlanner.after(outcome, attempts: device.attempts, now: after, schedule: settings.schedule)
         if case .refreshed(let refreshed) = outcome {
             let applied = try store.storeRefresh(device, refreshed, owner: owner, next: next, now: after)
+            if applied != .leaseLost { readiness.withdraw { if case .receiptRefreshRefused(teamId, _, _) = $0 { true } else { false } } }
             return Report(next: next, outcome: outcome, settled: applied != .leaseLost, categoryChanged: applied == .stored(categoryChanged: true))
         }
         let settled = try store.settleRefresh(device, owner: owner, next: next, now: after, called: true)
@@ -174,6 +181,7 @@ public final class ReceiptRefresher: Service {
                 ("teamId", .string(teamId)), ("status", .int(Int64(status))), ("reason", .string(reason)),
                 ("pausedUntil", .string(next.dueAt.rfc3339)),
             ])
+            if settled { readiness.advise(.receiptRefreshRefused(team: teamId, status: status, pausedUntil: next.pauseTeam?.until ?? next.dueAt)) }
         }
         return Report(next: next, outcome: outcome, settled: settled, categoryChanged: false)
     }
@@ -181,6 +189,17 @@ public final class ReceiptRefresher: Service {
     private func record(_ report: Report) {
         refreshes.labels([report.next.status.rawValue]).increment()
         if !report.settled { logger.warning("receipt refresh lease lost; another worker's result stands") }
+    }
+
+    /// Sets the gauge and the `/readyz` notes to the teams paused now: a note goes when its team's pause
+    /// ended (or another worker's refresh of the team succeeded).
+    private func showPaused(_ paused: [(teamId: String, status: Int, reason: String?, pausedUntil: Timestamp)]) {
+        pausedTeams.set(Double(paused.count))
+        let teams = Set(paused.map(\.teamId))
+        readiness.withdraw { if case .receiptRefreshRefused(let team, _, _) = $0 { !teams.contains(team) } else { false } }
+        for team in paused {
+            readiness.advise(.receiptRefreshRefused(team: team.teamId, status: team.status, pausedUntil: team.pausedUntil))
+        }
     }
 
     /// The team's request bucket among the rate buckets (``RateLimitStore``).

@@ -101,10 +101,23 @@ enum ReceiptRefreshTable {
         }
     }
 
+    /// Ends the team's pause: Apple has just accepted its key, so the refusal is over (the devices the pause
+    /// deferred keep their times).
+    struct ResumeTeam: PGCommandStatement {
+        static let sql = """
+            UPDATE receipt_refresh_teams SET paused_until = $2::timestamptz, updated_at = $2::timestamptz
+            WHERE team_id = $1 AND paused_until > $2::timestamptz
+            """
+        let parameters: [PGValue]
+
+        init(teamId: String, now: Timestamp) { parameters = [.text(teamId), .text(now.rfc3339)] }
+    }
+
     /// The teams paused at `now`, with why.
     struct PausedTeams: PGStatement {
         static let sql = """
-            SELECT team_id, status, reason FROM receipt_refresh_teams WHERE paused_until > $1::timestamptz ORDER BY team_id
+            SELECT team_id, status, reason, (extract(epoch FROM paused_until) * 1000000)::bigint AS paused_until_us
+            FROM receipt_refresh_teams WHERE paused_until > $1::timestamptz ORDER BY team_id
             """
         let parameters: [PGValue]
 
@@ -114,11 +127,13 @@ enum ReceiptRefreshTable {
             let teamId: String
             let status: Int
             let reason: String?
+            let pausedUntil: Timestamp
 
             init(row: PGRow) throws(PGError) {
                 teamId = try row.decode("team_id")
                 status = try row.decode("status")
                 reason = try row.decode("reason")
+                pausedUntil = Timestamp(microseconds: try row.decode("paused_until_us"))
             }
         }
     }
