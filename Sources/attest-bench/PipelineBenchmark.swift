@@ -207,9 +207,9 @@ struct PipelineBenchmark: Subcommand {
                 row("WAL", String(format: "%8.0f bytes/job", Double(cost.walBytes) / Double(max(1, jobs)))),
                 row("rows inserted/updated/deleted (all phases)", String(format: "%8.2f rows/job", Double(rowsWritten) / Double(max(1, allJobs)))),
                 row("receipt refresh", receiptRefresh?.text ?? "off"),
-                row("  refresh tries (by outcome), leased at end", refreshes.map { counts in
+                row("  refresh tries (by outcome), devices leased", refreshes.map { counts in
                     "\(counts.values.reduce(0, +)) (" + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-                        + "), \(refreshesInFlight ?? 0) in flight"
+                        + "), \(refreshesInFlight ?? 0) leased"
                 } ?? "—"),
                 row("lost", "\(lost)"),
                 row("decided twice", "\(duplicates)"),
