@@ -95,8 +95,9 @@ final class BenchRig {
         connection = PGReconnectingConnection(conninfo: options.databaseURL, applicationName: "attest-bench")
     }
 
-    /// Registers the app, creates the topics and starts the reader, the producer and the worker.
-    func start(logLevel: String = "warning") throws -> Live {
+    /// Registers the app, creates the topics and starts the reader, the producer and the worker (with
+    /// `extraEnvironment` on top of its settings).
+    func start(logLevel: String = "warning", extraEnvironment: [String: String] = [:]) throws -> Live {
         let migrations = try Migrator.bundled
         try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
         try AttestStore(connection: connection).upsert(AppPolicy(teamId: Self.teamId, bundleId: bundleId, environments: .production))
@@ -117,7 +118,8 @@ final class BenchRig {
                 properties: clientProperties, topic: topics.verdicts, fetchWaitMs: options.fetchWaitMs ?? 10),
             producer: try JobProducer(properties: producerProperties, topic: topics.jobs),
             worker: try WorkerProcess(
-                binary: options.worker, environment: workerEnvironment(topics: topics, logLevel: logLevel, opsPort: opsPort),
+                binary: options.worker, environment: workerEnvironment(topics: topics, logLevel: logLevel, opsPort: opsPort)
+                    .merging(extraEnvironment) { _, extra in extra },
                 logPath: directory.appendingPathComponent("worker.log").path),
             opsPort: opsPort,
             durability: "fsync=\(settings.fsync) synchronous_commit=\(settings.synchronousCommit)")

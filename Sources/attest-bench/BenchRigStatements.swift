@@ -39,10 +39,14 @@ enum BenchRigStatements {
         }
     }
 
-    /// Deletes the app's rows of every table, then the app.
+    /// Deletes the app's rows of every table, then the app (the receipt refresh tables are keyed by the
+    /// devices' keys alone; every statement of the WITH sees the devices as they were before it).
     struct RemoveApp: PGCommandStatement {
         static let sql = """
-            WITH v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
+            WITH k AS (SELECT key_id FROM devices WHERE team_id = $1 AND bundle_id = $2),
+            rr AS (DELETE FROM receipt_refresh WHERE key_id IN (SELECT key_id FROM k)),
+            rm AS (DELETE FROM receipt_metrics WHERE key_id IN (SELECT key_id FROM k)),
+            v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
             d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2),
             m AS (DELETE FROM mad_devices WHERE team_id = $1 AND bundle_id = $2),
             t AS (DELETE FROM mad_totals WHERE team_id = $1 AND bundle_id = $2),

@@ -18,6 +18,7 @@ struct PipelineBenchmark: Subcommand {
                                      [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
                                      [--database-url URL] [--worker PATH] [--rate R] [--fetch-wait-ms W]
                                      [--postgres-pid PID] [--broker-pid PID]
+                                     [--receipt-refresh-delay-seconds S | --receipt-refresh-dead]
 
         Mints N devices (default 10000) under a fresh test PKI, each with one attestation then nine
         assertions (10% / 90%), one invalid assertion on every other device (5% of all jobs); registers a
@@ -42,6 +43,12 @@ struct PipelineBenchmark: Subcommand {
                       written; and over every phase, rows inserted, updated and deleted in the user tables.
         --fetch-wait-ms W sets fetch.wait.max.ms of the worker's and the verdict reader's consumers (the
         reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it).
+        --receipt-refresh-delay-seconds S turns receipt refresh on against `attest-bench apple-stand-in`
+        (a child on a free loopback port) answering every device after S seconds (at most 25);
+        --receipt-refresh-dead against a closed loopback port. The worker gets a fresh DeviceCheck key for
+        the bench's team, rounds every 200 ms and ATTEST_RECEIPT_REFRESH_PER_MINUTE=60000, so the refresher
+        waits on the endpoint the whole run; reported: the refresh tries by outcome
+        (attest_receipt_refreshes_total at the end of the latency phase) and the devices leased then.
         Then checks every job of both phases against the verdicts topic and PostgreSQL: lost (no verdict
         published or none stored), decided twice (two different verdicts published, or the published one
         is not the stored one), and that each verdict accepts exactly the jobs minted valid.
@@ -54,7 +61,9 @@ struct PipelineBenchmark: Subcommand {
         --json prints one object: {"jobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
-        "walBytesPerJob", "rowsPerJob"}; jobs is the throughput phase's count, lost and duplicates cover
+        "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
+        "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
+        off); jobs is the throughput phase's count, lost and duplicates cover
         both phases; a CPU figure is null when its PID was not given or the process restarted.
         """
 
@@ -66,6 +75,8 @@ struct PipelineBenchmark: Subcommand {
         var rate: Double?
         var postgresPid: Int32?
         var brokerPid: Int32?
+        /// Receipt refresh against this endpoint; nil: off.
+        var receiptRefresh: ReceiptRefreshBench.Endpoint?
         var rig: BenchRig.Options
 
         init(_ args: inout Arguments) throws {
@@ -75,6 +86,7 @@ struct PipelineBenchmark: Subcommand {
             if let rate = try args.integer("rate", min: 1) { self.rate = Double(rate) }
             postgresPid = try Self.pid(&args, "postgres-pid")
             brokerPid = try Self.pid(&args, "broker-pid")
+            receiptRefresh = try ReceiptRefreshBench.Endpoint.parse(&args)
         }
 
         private static func pid(_ args: inout Arguments, _ name: String) throws -> Int32? {
@@ -111,11 +123,15 @@ struct PipelineBenchmark: Subcommand {
         var copies: Int
         /// Verdicts whose acceptance differs from how the job was minted.
         var unexpected: Int
+        var receiptRefresh: ReceiptRefreshBench.Endpoint?
+        /// Refresh tries by outcome, and devices leased, at the end of the latency phase; nil when off.
+        var refreshes: [String: Int]?
+        var refreshesInFlight: Int?
 
         var passed: Bool { lost == 0 && duplicates == 0 && unexpected == 0 }
 
         var json: JSONValue {
-            .object([
+            let members: [(String, JSONValue)] = [
                 ("jobs", .int(Int64(jobs))), ("jobsPerSec", .int(Int64(jobsPerSec.rounded()))),
                 ("coreJobsPerSec", .int(Int64(coreJobsPerSec.rounded()))), ("p50Ms", .double(Self.tenths(p50Ms))),
                 ("p99Ms", .double(Self.tenths(p99Ms))), ("lost", .int(Int64(lost))),
@@ -131,7 +147,21 @@ struct PipelineBenchmark: Subcommand {
                 ("brokerCpuMsPerJob", perJob(cost.brokerSeconds)),
                 ("walBytesPerJob", .int(Int64((Double(cost.walBytes) / Double(max(1, jobs))).rounded()))),
                 ("rowsPerJob", .double((Double(rowsWritten) / Double(max(1, allJobs)) * 100).rounded() / 100)),
-            ])
+            ]
+            return .object(members + refreshMembers)
+        }
+
+        private var refreshMembers: [(String, JSONValue)] {
+            let mode: String
+            switch receiptRefresh {
+            case nil: mode = "off"
+            case .slow?: mode = "slow"
+            case .dead?: mode = "dead"
+            }
+            let counts: JSONValue = refreshes.map { counts in
+                .object(counts.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.int(Int64($0.value))) })
+            } ?? .null
+            return [("receiptRefresh", .string(mode)), ("refreshes", counts), ("refreshesInFlight", refreshesInFlight.map { .int(Int64($0)) } ?? .null)]
         }
 
         private func bound(_ stage: String, _ p: Double) -> JSONValue {
@@ -176,6 +206,11 @@ struct PipelineBenchmark: Subcommand {
                 row("CPU, broker", cpuText(cost.brokerSeconds)),
                 row("WAL", String(format: "%8.0f bytes/job", Double(cost.walBytes) / Double(max(1, jobs)))),
                 row("rows inserted/updated/deleted (all phases)", String(format: "%8.2f rows/job", Double(rowsWritten) / Double(max(1, allJobs)))),
+                row("receipt refresh", receiptRefresh?.text ?? "off"),
+                row("  refresh tries (by outcome), devices leased", refreshes.map { counts in
+                    "\(counts.values.reduce(0, +)) (" + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                        + "), \(refreshesInFlight ?? 0) leased"
+                } ?? "—"),
                 row("lost", "\(lost)"),
                 row("decided twice", "\(duplicates)"),
                 row("identical verdicts republished", "\(copies)"),
@@ -232,7 +267,10 @@ struct PipelineBenchmark: Subcommand {
         let firstHalf = try verifyInProcess(0)
 
         let rowsBefore = try rig.connection.run { c throws(PGError) in try c.execute(DatabaseCost.RowsWritten()) }
-        let live = try rig.start()
+        let endpoint = try options.receiptRefresh.map { try ReceiptRefreshBench.Running($0, pki: rig.pki, teamId: BenchRig.teamId) }
+        defer { endpoint?.stop() }
+        if let endpoint { Self.note("receipt refresh \(endpoint.endpoint.text), port \(endpoint.port)") }
+        let live = try rig.start(extraEnvironment: endpoint?.workerEnvironment(teamId: BenchRig.teamId) ?? [:])
         let processes = PhaseCost.Processes(worker: live.worker.pid, postgres: options.postgresPid, broker: options.brokerPid)
         let pipeline = Pipeline(producer: live.producer, verdicts: live.verdicts, worker: live.worker)
         // Warm-up: the worker and the reader have joined their groups once these have verdicts.
@@ -247,7 +285,12 @@ struct PipelineBenchmark: Subcommand {
         Self.note(String(format: "latency: producing %d jobs at %.0f jobs/s", paced.jobs.count, rate))
         let scraped = try StageHistogram(exposition: WorkerScrape.metrics(port: live.opsPort))
         let (latencies, stages) = try pipeline.producePaced(paced, rate: rate)
-        let workerStages = try StageHistogram(exposition: WorkerScrape.metrics(port: live.opsPort)).since(scraped)
+        let exposition = try WorkerScrape.metrics(port: live.opsPort)
+        let workerStages = StageHistogram(exposition: exposition).since(scraped)
+        let refreshes = endpoint.map { _ in ReceiptRefreshBench.refreshes(exposition: exposition) }
+        let inFlight = try endpoint.map { _ in
+            Int(try rig.connection.run { c throws(PGError) in try c.execute(ReceiptRefreshBench.InFlight()) }.leased)
+        }
 
         // Stop the worker in order (a redelivery while it leaves would publish again), then check every job.
         live.worker.stop(seconds: 30)
@@ -264,7 +307,7 @@ struct PipelineBenchmark: Subcommand {
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
             p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, rowsWritten: rowsAfter.total &- rowsBefore.total,
             allJobs: warmUp.jobs.count + stream.jobs.count + paced.jobs.count, lost: check.lost, duplicates: check.duplicates, copies: check.copies,
-            unexpected: check.unexpected)
+            unexpected: check.unexpected, receiptRefresh: options.receiptRefresh, refreshes: refreshes, refreshesInFlight: inFlight)
     }
 
     /// The running pipeline as the phases drive it: jobs in, verdicts out.

@@ -25,7 +25,7 @@ struct StageHistogram {
 
     private init(stages: [String: [(bound: Double, count: UInt64)]]) { self.stages = stages }
 
-    private static func label(_ name: String, in labels: Substring) -> String? {
+    static func label(_ name: String, in labels: Substring) -> String? {
         for pair in labels.split(separator: ",") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, parts[0] == name, parts[1].count >= 2, parts[1].first == "\"", parts[1].last == "\"" else { continue }
