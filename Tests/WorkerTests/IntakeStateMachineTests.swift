@@ -164,6 +164,30 @@ import Testing
         #expect(m.pollRoom(now: t0) == .room(1_000_000, then: []))
     }
 
+    /// A worker given every other partition (round-robin or sticky assignment) still uses all its lanes:
+    /// a lane by partition number alone would serve them all on lane 0.
+    @Test func partitionsOfOneResidueSpreadOverTheLanes() {
+        var m = IntakeStateMachine(
+            lanes: 2, bounds: IntakeBounds(maxMessages: 1_000, maxBytes: 1 << 40, maxRecordBytes: 1_000, batchSize: 8),
+            pauseAfter: .seconds(2))
+        let even = [0, 2, 4, 6].map { TopicPartition(topic: "jobs", partition: $0) }
+        m.assigned(even)
+        #expect(even.map { m.lane(of: $0) } == [0, 1, 0, 1])
+        _ = m.received(even.flatMap { messages($0, 0..<1) })
+        #expect(take(&m, lane: 0).batch.map(\.topicPartition) == [even[0], even[2]])
+        #expect(take(&m, lane: 1).batch.map(\.topicPartition) == [even[1], even[3]])
+        // p2 revoked while its batch runs: a partition assigned now goes to the lane with fewer assigned
+        // partitions whatever its number, and p2 assigned again stays behind its batch on lane 1.
+        m.revoking([even[1]])
+        _ = m.revoked([even[1]])
+        let other = TopicPartition(topic: "assertions", partition: 0)
+        m.assigned([other])
+        #expect(m.lane(of: other) == 1)
+        m.assigned([even[1]])
+        #expect(m.lane(of: even[1]) == 1)
+        #expect(m.lane(of: TopicPartition(topic: "jobs", partition: 8)) == nil, "not assigned")
+    }
+
     // MARK: Backpressure
 
     @Test func aFullBufferWaitsForTheLanesThenPausesAndResumesAtHalfInMessages() {

@@ -100,6 +100,9 @@ struct IntakeStateMachine {
     private var unacknowledged = 0
     private var unacknowledgedBytes = 0
     private var assignedPartitions: Set<TopicPartition> = []
+    /// The lane of each assigned partition, and of a revoked one whose batch may not have ended (so that,
+    /// assigned again, its jobs still queue behind that batch).
+    private var lanes: [TopicPartition: Int] = [:]
     private var revokingPartitions: Set<TopicPartition> = []
     private var paused = false
     /// The poll thread found the buffer full at this instant and waits for room, up to `pauseAfter`.
@@ -161,7 +164,7 @@ struct IntakeStateMachine {
         guard !messages.isEmpty else { return [] }
         for message in messages where !revokingPartitions.contains(message.topicPartition) {
             ledgers[message.topicPartition, default: Ledger()].pending.append(message.offset)
-            buffers[lane(of: message.topicPartition)].append(message)
+            buffers[laneTaking(message.topicPartition)].append(message)
             bufferedBytes += message.retainedBytes
         }
         return [.wakeWaiters]
@@ -174,8 +177,24 @@ struct IntakeStateMachine {
 
     // MARK: Lanes
 
-    /// The lane serving a partition: fixed while the process runs, so a partition's jobs stay in order.
-    func lane(of partition: TopicPartition) -> Int { Int(partition.partition.magnitude) % buffers.count }
+    /// The lane serving a partition, fixed while it is assigned so that its jobs stay in order; nil before
+    /// its assignment.
+    func lane(of partition: TopicPartition) -> Int? { lanes[partition] }
+
+    /// A partition's lane, chosen at its assignment (or its first message, if that came first): the lane
+    /// serving the fewest assigned partitions, its number mod the lanes when that one is among them. By
+    /// number alone, an assignor that hands a worker every other partition (round-robin, sticky) would put
+    /// them all on one lane and leave the others idle.
+    private mutating func laneTaking(_ partition: TopicPartition) -> Int {
+        if let lane = lanes[partition] { return lane }
+        var load = [Int](repeating: 0, count: buffers.count)
+        for assigned in assignedPartitions { if let lane = lanes[assigned] { load[lane] += 1 } }
+        let preferred = Int(partition.partition.magnitude % UInt32(buffers.count))
+        let fewest = load.min()!
+        let lane = load[preferred] == fewest ? preferred : load.firstIndex(of: fewest)!
+        lanes[partition] = lane
+        return lane
+    }
 
     /// Up to `bounds.batchSize` of the lane's buffered messages; exit once stopping and drained.
     mutating func takeBatch(lane: Int) -> LaneStep {
@@ -247,6 +266,7 @@ struct IntakeStateMachine {
 
     mutating func assigned(_ partitions: [TopicPartition]) {
         assignedPartitions.formUnion(partitions)
+        for partition in sorted(Set(partitions)) { _ = laneTaking(partition) }
         revokingPartitions.subtract(partitions)
         pauseNewlyAssigned = paused
     }
@@ -272,7 +292,12 @@ struct IntakeStateMachine {
     mutating func revoked(_ partitions: [TopicPartition]) -> [Action] {
         let offsets = takeCommittable()
         for partition in partitions {
-            if ledgers[partition]?.inBatch ?? 0 > 0 { ledgers[partition]!.forgetOffsets() } else { ledgers[partition] = nil }
+            if ledgers[partition]?.inBatch ?? 0 > 0 {
+                ledgers[partition]!.forgetOffsets()
+            } else {
+                ledgers[partition] = nil
+                lanes[partition] = nil
+            }
             assignedPartitions.remove(partition)
         }
         return offsets.isEmpty ? [] : [.storeOffsets(offsets)]
