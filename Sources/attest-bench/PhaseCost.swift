@@ -1,14 +1,17 @@
+import Glibc
 import PostgresClient
 
 /// What one phase of the benchmark cost the processes that ran it, from a reading before and one after:
-/// CPU seconds of the worker, of PostgreSQL (the postmaster and its backends) and of the broker, and the
-/// WAL bytes written.
+/// CPU seconds of the worker, of PostgreSQL (the postmaster and its backends), of the broker and of the
+/// benchmark's own clients (its producer and verdict reader), and the WAL bytes written.
 struct PhaseCost {
-    /// The processes to account: the worker's pid, the postmaster's and the broker's (nil: not measured).
+    /// The processes to account: the worker's pid, the postmaster's and the broker's (nil: not measured),
+    /// and this process (its own time only: the worker is its child).
     struct Processes {
         var worker: Int32
         var postgres: Int32?
         var broker: Int32?
+        var bench: Int32 = getpid()
     }
 
     /// One reading of the counters.
@@ -16,6 +19,7 @@ struct PhaseCost {
         var worker: Double?
         var postgres: Double?
         var broker: Double?
+        var bench: Double?
         var lsn: String
 
         static func now(_ processes: Processes, connection: PGReconnectingConnection) throws -> Reading {
@@ -24,13 +28,15 @@ struct PhaseCost {
             return Reading(
                 worker: ProcessCPU.seconds(tree: processes.worker, in: stats),
                 postgres: processes.postgres.flatMap { ProcessCPU.seconds(tree: $0, in: stats) },
-                broker: processes.broker.flatMap { ProcessCPU.seconds(tree: $0, in: stats) }, lsn: lsn)
+                broker: processes.broker.flatMap { ProcessCPU.seconds(tree: $0, in: stats) },
+                bench: ProcessCPU.seconds(own: processes.bench, in: stats), lsn: lsn)
         }
     }
 
     var workerSeconds: Double?
     var postgresSeconds: Double?
     var brokerSeconds: Double?
+    var benchSeconds: Double?
     var walBytes: Int64
 
     /// The cost between `before` and now.
@@ -39,7 +45,8 @@ struct PhaseCost {
         let wal = try connection.run { c throws(PGError) in try c.execute(DatabaseCost.WALBytesSince(lsn: before.lsn)).bytes }
         return PhaseCost(
             workerSeconds: difference(before.worker, after.worker), postgresSeconds: difference(before.postgres, after.postgres),
-            brokerSeconds: difference(before.broker, after.broker), walBytes: wal)
+            brokerSeconds: difference(before.broker, after.broker), benchSeconds: difference(before.bench, after.bench),
+            walBytes: wal)
     }
 
     /// after − before, nil when either is missing (the process was not running at one of them, a restarted

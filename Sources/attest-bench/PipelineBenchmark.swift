@@ -39,8 +39,11 @@ struct PipelineBenchmark: Subcommand {
                       start), reading (the batch's reads), deciding (the rest of the batch), storing (its
                       commit), publish (verdict produced → acknowledged).
           cost        over the throughput phase, per job: CPU time of the worker, of PostgreSQL (the
-                      postmaster PID and its backends) and of the broker (PID), from /proc; the WAL bytes
-                      written; and over every phase, rows inserted, updated and deleted in the user tables.
+                      postmaster PID and its backends), of the broker (PID) and of this process (its
+                      producer and verdict reader), from /proc; the in-process CPU per job as a share of
+                      all four (with everything on the in-process side's cores, the most end to end / in-
+                      process can be); the WAL bytes written; and over every phase, rows inserted, updated
+                      and deleted in the user tables.
         --fetch-wait-ms W sets fetch.wait.max.ms of the worker's and the verdict reader's consumers (the
         reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it).
         --receipt-refresh-delay-seconds S turns receipt refresh on against `attest-bench apple-stand-in`
@@ -61,7 +64,7 @@ struct PipelineBenchmark: Subcommand {
         --json prints one object: {"jobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
-        "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
+        "benchCpuMsPerJob", "verificationShareOfCpu", "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
         "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
         off); jobs is the throughput phase's count, lost and duplicates cover
         both phases; a CPU figure is null when its PID was not given or the process restarted.
@@ -144,7 +147,8 @@ struct PipelineBenchmark: Subcommand {
                     (stage, .object([("p50", bound(stage, 0.50)), ("p99", bound(stage, 0.99))]))
                 })),
                 ("workerCpuMsPerJob", perJob(cost.workerSeconds)), ("postgresCpuMsPerJob", perJob(cost.postgresSeconds)),
-                ("brokerCpuMsPerJob", perJob(cost.brokerSeconds)),
+                ("brokerCpuMsPerJob", perJob(cost.brokerSeconds)), ("benchCpuMsPerJob", perJob(cost.benchSeconds)),
+                ("verificationShareOfCpu", verificationShare.map { .double(($0 * 100).rounded() / 100) } ?? .null),
                 ("walBytesPerJob", .int(Int64((Double(cost.walBytes) / Double(max(1, jobs))).rounded()))),
                 ("rowsPerJob", .double((Double(rowsWritten) / Double(max(1, allJobs)) * 100).rounded() / 100)),
             ]
@@ -171,6 +175,17 @@ struct PipelineBenchmark: Subcommand {
         /// CPU seconds of the throughput phase as milliseconds per job, to the hundredth; null when not measured.
         private func perJob(_ seconds: Double?) -> JSONValue {
             seconds.map { .double(($0 * 1000 / Double(max(1, jobs)) * 100).rounded() / 100) } ?? .null
+        }
+
+        /// In-process CPU per job (its threads over its rate) ÷ the CPU every process of the throughput phase
+        /// spent per job: with all of them on the cores the in-process side had to itself, the most the end
+        /// to end rate can reach as a share of the in-process one. nil when a process was not measured.
+        var verificationShare: Double? {
+            guard let worker = cost.workerSeconds, let postgres = cost.postgresSeconds, let broker = cost.brokerSeconds,
+                let bench = cost.benchSeconds, coreJobsPerSec > 0
+            else { return nil }
+            let spent = (worker + postgres + broker + bench) / Double(max(1, jobs))
+            return spent > 0 ? Double(threads) / coreJobsPerSec / spent : nil
         }
 
         private func cpuText(_ seconds: Double?) -> String {
@@ -204,6 +219,8 @@ struct PipelineBenchmark: Subcommand {
                 row("CPU, worker (throughput phase)", cpuText(cost.workerSeconds)),
                 row("CPU, PostgreSQL", cpuText(cost.postgresSeconds)),
                 row("CPU, broker", cpuText(cost.brokerSeconds)),
+                row("CPU, the benchmark's producer and reader", cpuText(cost.benchSeconds)),
+                row("in-process CPU / all CPU, per job", verificationShare.map { String(format: "%8.2f", $0) } ?? "       —"),
                 row("WAL", String(format: "%8.0f bytes/job", Double(cost.walBytes) / Double(max(1, jobs)))),
                 row("rows inserted/updated/deleted (all phases)", String(format: "%8.2f rows/job", Double(rowsWritten) / Double(max(1, allJobs)))),
                 row("receipt refresh", receiptRefresh?.text ?? "off"),

@@ -39,6 +39,11 @@ enum ProcessCPU {
         return Double(ticks) / Double(ticksPerSecond)
     }
 
+    /// The CPU seconds of one process alone; nil when it is not running.
+    static func seconds(own pid: Int32, in stats: [Int32: Stat]) -> Double? {
+        stats[pid].map { Double($0.own) / Double(ticksPerSecond) }
+    }
+
     /// Every process's stat line now, by pid (processes that exit while they are read are left out).
     static func readAll() -> [Int32: Stat] {
         let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []

@@ -42,6 +42,9 @@ import Testing
         let perTick = ProcessCPU.seconds(tree: 200, in: stats)! / 1000
         #expect(seconds == ticks * perTick)
         #expect(ProcessCPU.seconds(tree: 300, in: stats) == nil)
+        // The benchmark's own time leaves out its children (the worker) and their reaped time.
+        #expect(ProcessCPU.seconds(own: 100, in: stats) == 10 * perTick)
+        #expect(ProcessCPU.seconds(own: 300, in: stats) == nil)
     }
 
     /// This process's own line parses (the kernel's real format).
