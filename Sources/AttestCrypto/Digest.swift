@@ -37,11 +37,6 @@ public enum Digest: Sendable {
         FetchedDigest.sha256.hash { ctx in parts.allSatisfy { FetchedDigest.update(ctx, $0) } }
     }
 
-    /// SHA-256 of `first ‖ second`: the nonce of an attestation or assertion, without the variadic array.
-    public static func sha256(_ first: [UInt8], _ second: [UInt8]) -> [UInt8] {
-        FetchedDigest.sha256.hash { FetchedDigest.update($0, first) && FetchedDigest.update($0, second) }
-    }
-
     /// SHA-256 of the UTF-8 of `first ‖ separator ‖ second`, without building the String: an App ID
     /// (teamId.bundleId) hashed from its parts.
     public static func sha256(utf8 first: String, _ separator: String, _ second: String) -> [UInt8] {
