@@ -8,6 +8,8 @@ import Synchronization
 /// verified once, not once per job. Only the signature, name chaining and CA constraints are cached:
 /// validity periods depend on the job's time and are checked every time. Entries are only ever added
 /// after verification against the anchor, so a client cannot fill the cache with certificates of its own.
+/// Each entry also keeps the parsed certificate, so a job carrying the same bytes again (the attestation's
+/// intermediate, the receipt's CMS certificates) compares them instead of parsing them.
 public final class VerifiedIssuerCache: Sendable {
     private let entries = Mutex<[[UInt8]: Entry]>([:])
     private let hits = Atomic<Int>(0)
@@ -19,9 +21,10 @@ public final class VerifiedIssuerCache: Sendable {
         self.capacity = capacity
     }
 
-    /// What verification established about a certificate: its key, whether it may issue certificates
-    /// (a cached receipt signer may not) and its own path length limit.
+    /// What verification established about a certificate: its parsed form, its key, whether it may issue
+    /// certificates (a cached receipt signer may not) and its own path length limit.
     struct Entry: Sendable {
+        let certificate: Certificate
         let key: ECPublicKey
         let isCA: Bool
         let pathLength: Int?
@@ -36,6 +39,12 @@ public final class VerifiedIssuerCache: Sendable {
             hits.add(1, ordering: .relaxed)
         }
         return entry
+    }
+
+    /// The parsed form of a verified certificate with exactly these DER bytes, without counting a lookup:
+    /// parsing is deterministic, so this equals parsing `der` again.
+    public func certificate(for der: [UInt8]) -> Certificate? {
+        entries.withLock { $0[der]?.certificate }
     }
 
     func insert(_ der: [UInt8], _ entry: Entry) {
