@@ -34,7 +34,29 @@ public enum Digest: Sendable {
 
     /// SHA-256 of the concatenation of `parts`, without building the concatenation.
     public static func sha256(_ parts: [UInt8]...) -> [UInt8] {
-        FetchedDigest.sha256.hash(parts)
+        FetchedDigest.sha256.hash { ctx in parts.allSatisfy { FetchedDigest.update(ctx, $0) } }
+    }
+
+    /// SHA-256 of the UTF-8 of `first ‖ separator ‖ second`, without building the String: an App ID
+    /// (teamId.bundleId) hashed from its parts.
+    public static func sha256(utf8 first: String, _ separator: String, _ second: String) -> [UInt8] {
+        FetchedDigest.sha256.hash {
+            FetchedDigest.update($0, utf8: first) && FetchedDigest.update($0, utf8: separator)
+                && FetchedDigest.update($0, utf8: second)
+        }
+    }
+
+    /// SHA-256(SHA-256(`first ‖ second`)): what an assertion's signature signs (its nonce, hashed again
+    /// by ES256), both rounds through one context and the inner digest on the stack.
+    public static func sha256OfSHA256(_ first: [UInt8], _ second: [UInt8]) -> [UInt8] {
+        FetchedDigest.sha256.hash { ctx in
+            guard FetchedDigest.update(ctx, first), FetchedDigest.update(ctx, second) else { return false }
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { nonce in
+                EVP_DigestFinal_ex(ctx, nonce.baseAddress, nil) == 1
+                    && EVP_DigestInit_ex(ctx, FetchedDigest.sha256.md, nil) == 1
+                    && FetchedDigest.update(ctx, UnsafeRawBufferPointer(nonce))
+            }
+        }
     }
 }
 
@@ -45,7 +67,7 @@ private final class FetchedDigest: @unchecked Sendable {
     static let sha384 = FetchedDigest("SHA384", size: 48)
     static let sha512 = FetchedDigest("SHA512", size: 64)
 
-    private let md: OpaquePointer
+    let md: OpaquePointer
     private let size: Int
 
     private init(_ name: String, size: Int) {
@@ -63,15 +85,29 @@ private final class FetchedDigest: @unchecked Sendable {
         }
     }
 
-    func hash(_ parts: [[UInt8]]) -> [UInt8] {
+    /// The digest of what `feed` passes to ``update(_:_:)`` on one context initialised here; `feed`
+    /// returns false when an update failed.
+    func hash(_ feed: (OpaquePointer) -> Bool) -> [UInt8] {
         guard let ctx = EVP_MD_CTX_new() else { fatalError("out of memory") }
         defer { EVP_MD_CTX_free(ctx) }
-        var ok = EVP_DigestInit_ex(ctx, md, nil) == 1
-        for part in parts { part.withUnsafeBytes { ok = ok && EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) == 1 } }
+        var ok = EVP_DigestInit_ex(ctx, md, nil) == 1 && feed(ctx)
         return [UInt8](unsafeUninitializedCapacity: size) { out, count in
             ok = ok && EVP_DigestFinal_ex(ctx, out.baseAddress, nil) == 1
             precondition(ok, "EVP_Digest failed")
             count = size
         }
+    }
+
+    static func update(_ ctx: OpaquePointer, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { update(ctx, $0) }
+    }
+
+    static func update(_ ctx: OpaquePointer, utf8 text: String) -> Bool {
+        var text = text  // withUTF8 needs a var; a native String is not copied
+        return text.withUTF8 { update(ctx, UnsafeRawBufferPointer($0)) }
+    }
+
+    static func update(_ ctx: OpaquePointer, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        EVP_DigestUpdate(ctx, bytes.baseAddress, bytes.count) == 1
     }
 }

@@ -10,10 +10,11 @@ import Synchronization
 /// never used to verify there, and every new EVP_PKEY walks OpenSSL 3.0's whole name map.
 ///
 /// Sendable: after import the EVP_PKEY is only read, and OpenSSL 3 allows concurrent verifications with
-/// one key as long as each uses its own EVP_PKEY_CTX. Each call copies one context initialised for
-/// verification at the import (`EVP_PKEY_CTX_dup` only reads its source): `EVP_PKEY_CTX_new` walks the name
-/// map too and `EVP_PKEY_verify_init` fetches the algorithm, together more than the parsing and hashing
-/// around an assertion's one verify.
+/// one key as long as each uses its own EVP_PKEY_CTX. Verifications take a context initialised for
+/// verification from a small pool (``Imported``) and give it back: `EVP_PKEY_CTX_new` walks the name map
+/// too and `EVP_PKEY_verify_init` fetches the algorithm, together more than the parsing and hashing around
+/// an assertion's one verify, and even copying an initialised context (`EVP_PKEY_CTX_dup` and its free)
+/// costs about 2% of a verify.
 public final class ECPublicKey: @unchecked Sendable {
     /// Where the EVP_PKEY comes from.
     private enum Source {
@@ -24,7 +25,7 @@ public final class ECPublicKey: @unchecked Sendable {
     }
 
     private let source: Source
-    /// The imported key and its initialised context, made at the first verification.
+    /// The imported key and its pool of initialised contexts, made at the first verification.
     private let imported = Mutex<Imported?>(nil)
 
     private init(_ source: Source) {
@@ -79,45 +80,89 @@ public final class ECPublicKey: @unchecked Sendable {
         }
     }
 
-    /// The EVP_PKEY (one reference owned) and a context initialised for verification from it.
-    private final class Imported: @unchecked Sendable {
+    /// The EVP_PKEY (one reference owned) and the idle contexts initialised for verification from it.
+    ///
+    /// The pool starts with the one context made at import, which is all a key verifying on one thread at
+    /// a time ever holds (the memory of a device key is as with a single context). A verification finding
+    /// none idle (another thread holds each) initialises one more; at most ``maxIdle`` are kept once given
+    /// back, the rest are freed, so a key shared by every thread (an issuer's) holds at most that many.
+    /// `idle` is read and changed only under the lock of the ECPublicKey's `imported` Mutex.
+    final class Imported: @unchecked Sendable {
+        /// Idle contexts one key keeps: about the threads that verify with one issuer key at once.
+        static let maxIdle = 4
+
         let key: OpaquePointer
-        let context: OpaquePointer
+        var idle: [OpaquePointer]
 
         init?(owning key: OpaquePointer) {
-            guard let context = EVP_PKEY_CTX_new(key, nil) else {
-                EVP_PKEY_free(key)
-                return nil
-            }
-            guard EVP_PKEY_verify_init(context) == 1 else {
-                EVP_PKEY_CTX_free(context)
+            guard let context = Self.makeContext(key) else {
                 EVP_PKEY_free(key)
                 return nil
             }
             self.key = key
-            self.context = context
+            idle = [context]
+            idle.reserveCapacity(Self.maxIdle)
+        }
+
+        /// A new context initialised for verification with `key`, or nil when OpenSSL cannot make one.
+        static func makeContext(_ key: OpaquePointer) -> OpaquePointer? {
+            guard let context = EVP_PKEY_CTX_new(key, nil) else { return nil }
+            guard EVP_PKEY_verify_init(context) == 1 else {
+                EVP_PKEY_CTX_free(context)
+                return nil
+            }
+            return context
         }
 
         deinit {
-            EVP_PKEY_CTX_free(context)
+            for context in idle { EVP_PKEY_CTX_free(context) }
             EVP_PKEY_free(key)
         }
     }
 
+    /// How many contexts the key holds idle (none before its first verification).
+    var idleContexts: Int {
+        imported.withLock { $0?.idle.count ?? 0 }
+    }
+
     /// The key imported into OpenSSL, made once; nil when OpenSSL cannot make it.
     private func importedKey() -> Imported? {
-        imported.withLock { imported in
-            if let imported { return imported }
-            let key: OpaquePointer?
-            switch source {
-            case .point(let curve, let point):
-                key = point.withUnsafeBufferPointer { copenssl_ec_public_key(curve.key, $0.baseAddress, $0.count) }
-            case .decoded(let decoded):
-                key = EVP_PKEY_up_ref(decoded) == 1 ? decoded : nil
-            }
-            imported = key.flatMap { Imported(owning: $0) }
-            return imported
+        imported.withLock { Self.importIfNeeded(&$0, from: source) }
+    }
+
+    /// `imported`, made from `source` when it is still nil; called under the lock.
+    private static func importIfNeeded(_ imported: inout Imported?, from source: Source) -> Imported? {
+        if let imported { return imported }
+        let key: OpaquePointer?
+        switch source {
+        case .point(let curve, let point):
+            key = point.withUnsafeBufferPointer { copenssl_ec_public_key(curve.key, $0.baseAddress, $0.count) }
+        case .decoded(let decoded):
+            key = EVP_PKEY_up_ref(decoded) == 1 ? decoded : nil
         }
+        imported = key.flatMap { Imported(owning: $0) }
+        return imported
+    }
+
+    /// The imported key and an idle context taken from its pool, or a new one when none is idle.
+    func takeContext() -> (Imported, OpaquePointer)? {
+        let taken = imported.withLock { imported -> (Imported, OpaquePointer?)? in
+            guard let key = Self.importIfNeeded(&imported, from: source) else { return nil }
+            return (key, key.idle.popLast())
+        }
+        guard let taken else { return nil }
+        if let context = taken.1 { return (taken.0, context) }
+        return Imported.makeContext(taken.0.key).map { (taken.0, $0) }
+    }
+
+    /// Gives a context back to the pool, or frees it when the pool already holds ``Imported/maxIdle``.
+    func giveBack(_ context: OpaquePointer, to key: Imported) {
+        let kept = imported.withLock { _ in
+            guard key.idle.count < Imported.maxIdle else { return false }
+            key.idle.append(context)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context) }
     }
 
     /// Any SubjectPublicKeyInfo OpenSSL decodes to an EC key, with nothing after it.
@@ -164,12 +209,20 @@ public final class ECPublicKey: @unchecked Sendable {
     /// Verifies a DER ECDSA signature over a precomputed digest. OpenSSL rejects non-DER encodings
     /// (it re-encodes and compares), accepts high-S values, and checks 0 < r, s < n.
     public func verify(signature: [UInt8], digest: [UInt8]) -> Bool {
-        guard let imported = importedKey(), let ctx = EVP_PKEY_CTX_dup(imported.context) else {
+        guard let taken = takeContext() else {
             ERR_clear_error()
             return false
         }
-        defer { EVP_PKEY_CTX_free(ctx) }
-        let result = EVP_PKEY_verify(ctx, signature, signature.count, digest, digest.count)
+        let (key, context) = taken
+        let verified = Self.verify(signature: signature, digest: digest, with: context)
+        giveBack(context, to: key)
+        return verified
+    }
+
+    /// One verification on an initialised context, which verifies again after any outcome: verification
+    /// leaves nothing in it (`openssl speed` reuses one the same way).
+    static func verify(signature: [UInt8], digest: [UInt8], with context: OpaquePointer) -> Bool {
+        let result = EVP_PKEY_verify(context, signature, signature.count, digest, digest.count)
         if result != 1 { ERR_clear_error() }
         return result == 1
     }

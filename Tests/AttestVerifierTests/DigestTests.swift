@@ -40,4 +40,29 @@ import Testing
         let text = "teamid.bundle.id"
         #expect(Digest.sha256.hash(text.utf8) == Digest.sha256.hash(Array(text.utf8)))
     }
+
+    /// The assertion's digest in one context equals hashing the nonce again, at every split and length.
+    @Test func sha256OfSHA256IsTheNonceHashedAgain() {
+        let message = (0..<300).map { UInt8(truncatingIfNeeded: $0 * 11 + 3) }
+        for split in [0, 1, 37, 64, 299, 300] {
+            let first = Array(message[..<split])
+            let second = Array(message[split...])
+            #expect(Digest.sha256OfSHA256(first, second) == Digest.sha256.hash(Digest.sha256.hash(message)))
+        }
+        #expect(Digest.sha256OfSHA256([], []) == Digest.sha256.hash(Digest.sha256.hash([UInt8]())))
+        #expect(Digest.sha256OfSHA256(Self.abc, []) != Digest.sha256.hash(Self.abc))
+    }
+
+    /// An App ID hashed from its parts equals the hash of the joined String, for small (inline), long and
+    /// non-ASCII parts.
+    @Test func utf8PartsHashLikeTheJoinedString() {
+        let parts: [(String, String)] = [
+            ("T", "b"), ("TEAM123456", "com.example.app"), ("", ""), ("ÉQUIPE12", "com.exämple.🎉"),
+            (String(repeating: "A", count: 200), "x"), (String("xTEAM".dropFirst()), String("a.b.c".dropLast())),
+        ]
+        for (team, bundle) in parts {
+            #expect(Digest.sha256(utf8: team, ".", bundle) == Digest.sha256.hash(Array((team + "." + bundle).utf8)))
+        }
+        #expect(Digest.sha256(utf8: "TEAM", ".", "a") != Digest.sha256(utf8: "TEAM", "", "a"))
+    }
 }

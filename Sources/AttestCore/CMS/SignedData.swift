@@ -10,7 +10,9 @@ public struct SignedData: Sendable {
     public let certificates: [Certificate]
     public let signer: SignerInfo
 
-    public init(ber bytes: [UInt8]) throws(ASN1Error) {
+    /// - Parameter known: an already parsed certificate with exactly these DER bytes, if the caller has one
+    ///   (receipt signers recur on every receipt); otherwise the certificate is parsed.
+    public init(ber bytes: [UInt8], known: ([UInt8]) -> Certificate? = { _ in nil }) throws(ASN1Error) {
         var top = ASN1Reader(bytes, rules: .ber)
         let contentInfo = try top.next(.sequence)
         try top.finish()
@@ -45,7 +47,12 @@ public struct SignedData: Sendable {
             var list = try sd.children(of: field)
             while !list.isAtEnd {
                 let element = try list.next(.sequence)
-                certificates.append(try Certificate(der: Array(bytes[element.encodedRange])))
+                let der = Array(bytes[element.encodedRange])
+                if let certificate = known(der) {
+                    certificates.append(certificate)
+                } else {
+                    certificates.append(try Certificate(der: der))
+                }
             }
         }
         self.certificates = certificates

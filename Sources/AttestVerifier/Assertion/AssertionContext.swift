@@ -4,7 +4,9 @@ import AttestCrypto
 /// Everything the assertion checks read: the request decoded (steps 1–2) and the key attested earlier for
 /// its keyId (step 3), so no check has to ask whether one exists.
 struct AssertionContext {
-    let appId: String
+    /// The App ID's parts (teamId.bundleId), hashed without joining them.
+    let teamId: String
+    let bundleId: String
     let keyId: [UInt8]
     let clientDataHash: [UInt8]
     let object: AssertionObject

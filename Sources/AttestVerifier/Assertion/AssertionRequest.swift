@@ -27,8 +27,6 @@ public struct AssertionRequest: Sendable {
         self.clientData = clientData
         self.challenge = challenge
     }
-
-    public var appId: String { teamId + "." + bundleId }
 }
 
 /// The device state an assertion is checked against: the attested key (parsed once and reusable) and

@@ -29,8 +29,8 @@ public struct AssertionVerifier: Sendable {
             return .failure(VerificationFailure(.reattestRequired, .unknownKey, "no attested key for this keyId"))
         }
         let context = AssertionContext(
-            appId: request.appId, keyId: decoded.keyId, clientDataHash: decoded.clientDataHash, object: decoded.object,
-            authenticatorData: decoded.authenticatorData, device: device)
+            teamId: request.teamId, bundleId: request.bundleId, keyId: decoded.keyId, clientDataHash: decoded.clientDataHash,
+            object: decoded.object, authenticatorData: decoded.authenticatorData, device: device)
         for check in Self.checks {
             if let failure = check.evaluate(context) { return .failure(failure) }
         }

@@ -61,7 +61,7 @@ public struct ChainVerifier: Sendable {
                 return .failure(.invalid("certificate \(i): unsupported public key"))
             }
             let entry = VerifiedIssuerCache.Entry(
-                key: key, isCA: constraints?.isCA ?? false, pathLength: constraints?.pathLength)
+                certificate: certificate, key: key, isCA: constraints?.isCA ?? false, pathLength: constraints?.pathLength)
             cache.insert(certificate.der, entry)
             issuerKey = key
         }

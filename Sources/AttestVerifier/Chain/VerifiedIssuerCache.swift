@@ -8,8 +8,10 @@ import Synchronization
 /// verified once, not once per job. Only the signature, name chaining and CA constraints are cached:
 /// validity periods depend on the job's time and are checked every time. Entries are only ever added
 /// after verification against the anchor, so a client cannot fill the cache with certificates of its own.
+/// Each entry also keeps the parsed certificate, so a job carrying the same bytes again (the attestation's
+/// intermediate, the receipt's CMS certificates) compares them instead of parsing them.
 public final class VerifiedIssuerCache: Sendable {
-    private let entries = Mutex<[[UInt8]: Entry]>([:])
+    private let entries = Mutex<[DERKey: Entry]>([:])
     private let hits = Atomic<Int>(0)
     private let misses = Atomic<Int>(0)
     /// A bound against unforeseen growth; real deployments see a handful of CA certificates.
@@ -19,17 +21,29 @@ public final class VerifiedIssuerCache: Sendable {
         self.capacity = capacity
     }
 
-    /// What verification established about a certificate: its key, whether it may issue certificates
-    /// (a cached receipt signer may not) and its own path length limit.
+    /// What verification established about a certificate: its parsed form, its key, whether it may issue
+    /// certificates (a cached receipt signer may not) and its own path length limit.
     struct Entry: Sendable {
+        let certificate: Certificate
         let key: ECPublicKey
         let isCA: Bool
         let pathLength: Int?
     }
 
+    /// A certificate's whole DER bytes as a dictionary key, hashed as one block of bytes: `[UInt8]`'s
+    /// own hashing feeds the hasher byte by byte, which was most of a warm receipt's cache lookups. Equal
+    /// only for equal bytes, as before.
+    struct DERKey: Hashable {
+        let der: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            der.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
+
     /// The entry of a verified certificate, counting a hit or miss.
     func entry(for der: [UInt8]) -> Entry? {
-        let entry = entries.withLock { $0[der] }
+        let entry = entries.withLock { $0[DERKey(der: der)] }
         if entry == nil {
             misses.add(1, ordering: .relaxed)
         } else {
@@ -38,10 +52,16 @@ public final class VerifiedIssuerCache: Sendable {
         return entry
     }
 
+    /// The parsed form of a verified certificate with exactly these DER bytes, without counting a lookup:
+    /// parsing is deterministic, so this equals parsing `der` again.
+    public func certificate(for der: [UInt8]) -> Certificate? {
+        entries.withLock { $0[DERKey(der: der)]?.certificate }
+    }
+
     func insert(_ der: [UInt8], _ entry: Entry) {
         entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[der] = entry
+            entries[DERKey(der: der)] = entry
         }
     }
 

@@ -7,7 +7,8 @@ import AttestCrypto
 /// Apple's marker extension, and the payload naming this app, this key and type ATTEST.
 ///
 /// The signer certificate is shared by all receipts of a period, so it is cached like an intermediate;
-/// its validity is still checked against each job's time.
+/// its validity is still checked against each job's time. The CMS certificates already verified are taken
+/// from the cache by their exact bytes instead of being parsed again.
 public struct ReceiptVerifier: Sendable {
     public let chain: ChainVerifier
     /// Longest signer path accepted from the CMS certificates (Apple uses one intermediate).
@@ -21,13 +22,15 @@ public struct ReceiptVerifier: Sendable {
     ///   - expectedAppId: teamId.bundleId.
     ///   - attestedKey: the X9.62 point of the credential certificate.
     ///   - expectedType: "ATTEST" for attestations.
+    ///   - attestedCertificate: the credential certificate already parsed, if at hand: a payload holding
+    ///     exactly its bytes is not parsed again (its key is still compared with `attestedKey`).
     public func verify(
         _ der: [UInt8], expectedAppId: String, attestedKey: [UInt8], expectedType: String = "ATTEST",
-        at time: Timestamp
+        attestedCertificate: Certificate? = nil, at time: Timestamp
     ) -> Result<Receipt, ReceiptFailure> {
         let signed: SignedData
         do {
-            signed = try SignedData(ber: der)
+            signed = try SignedData(ber: der, known: chain.cache.certificate(for:))
         } catch {
             return .failure(ReceiptFailure("not a CMS SignedData: \(error)"))
         }
@@ -69,7 +72,8 @@ public struct ReceiptVerifier: Sendable {
             return .failure(ReceiptFailure("payload is not a receipt field set: \(error)"))
         }
         guard payload.text(.appId) == expectedAppId else { return .failure(ReceiptFailure("app id differs")) }
-        guard let field = payload[.attestedPublicKey], let certificate = try? Certificate(der: field),
+        guard let field = payload[.attestedPublicKey],
+            let certificate = field == attestedCertificate?.der ? attestedCertificate : try? Certificate(der: field),
             certificate.publicKey == attestedKey
         else { return .failure(ReceiptFailure("attested public key differs")) }
         guard payload.text(.receiptType) == expectedType else { return .failure(ReceiptFailure("receipt type is not \(expectedType)")) }

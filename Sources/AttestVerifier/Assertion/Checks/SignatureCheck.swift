@@ -5,8 +5,8 @@ import AttestCrypto
 /// SHA256(nonce); DER signatures only, high-S accepted.
 struct SignatureCheck: AssertionCheck {
     func evaluate(_ context: AssertionContext) -> VerificationFailure? {
-        let nonce = Digest.sha256(context.object.authenticatorData, context.clientDataHash)
-        guard context.device.publicKey.verify(signature: context.object.signature, digest: Digest.sha256.hash(nonce)) else {
+        let digest = Digest.sha256OfSHA256(context.object.authenticatorData, context.clientDataHash)
+        guard context.device.publicKey.verify(signature: context.object.signature, digest: digest) else {
             return VerificationFailure(.assertionInvalid, .signatureInvalid, "signature does not verify")
         }
         return nil

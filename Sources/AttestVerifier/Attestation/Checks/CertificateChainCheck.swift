@@ -13,7 +13,8 @@ struct CertificateChainCheck: AttestationCheck {
         let intermediate: Certificate
         do {
             leaf = try Certificate(der: x5c[0])
-            intermediate = try Certificate(der: x5c[1])
+            // The intermediate is shared by every device: a warm job finds it already parsed.
+            intermediate = try context.trust.attestation.cache.certificate(for: x5c[1]) ?? Certificate(der: x5c[1])
         } catch {
             return VerificationFailure(.appleValidationFailed, .certificateChainInvalid, "unparsable certificate: \(error)")
         }

@@ -7,7 +7,8 @@ struct ReceiptCheck: AttestationCheck {
             return VerificationFailure(.appleValidationFailed, .receiptInvalid, "receipt missing or not bytes")
         }
         let result = context.trust.receipt.verify(
-            der, expectedAppId: context.appId, attestedKey: context.leaf.publicKey, at: context.time)
+            der, expectedAppId: context.appId, attestedKey: context.leaf.publicKey,
+            attestedCertificate: context.leaf, at: context.time)
         switch result {
         case .failure(let failure):
             return VerificationFailure(.appleValidationFailed, .receiptInvalid, failure.description)
