@@ -89,7 +89,7 @@ let package = Package(
 
         .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
         // The benchmark's own arithmetic (/proc parsing, latency stages), against the executable's internals.
-        .testTarget(name: "AttestBenchTests", dependencies: ["attest-bench", "AttestCore", "AttestCrypto"]),
+        .testTarget(name: "AttestBenchTests", dependencies: ["attest-bench", "AttestCLI", "AttestCore", "AttestCrypto", "KafkaClient"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle"]),
         // The libcurl client against a local libmicrohttpd server.
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Observability"]),

@@ -21,6 +21,14 @@ final class BenchRig {
         /// test broker does not wake a waiting fetch, so its fetch wait is latency a real Kafka does not add.
         var fetchWaitMs: Int?
         var topicPrefix: String?
+        /// Where the worker's log (its stderr: JSON lines and librdkafka's own) is copied when the rig
+        /// closes (`--worker-log`); nil: deleted with the run's folder. A stall is found after the fact.
+        var workerLog: String?
+        /// The worker's ATTEST_LOG_LEVEL (`--worker-log-level`).
+        var workerLogLevel = "warning"
+        /// Appended to the worker's ATTEST_KAFKA_PROPERTIES only (`--worker-kafka-properties`), e.g.
+        /// `debug=fetch`: librdkafka's debug lines land in the worker's log, the bench's clients stay quiet.
+        var workerKafkaProperties: String?
         var brokers: String
         var databaseURL: String
         /// ATTEST_KAFKA_PROPERTIES, for the worker and the benchmark's own clients.
@@ -40,10 +48,22 @@ final class BenchRig {
             batchSize = try args.integer("batch-size", min: 1)
             fetchWaitMs = try args.integer("fetch-wait-ms", min: 0)
             topicPrefix = try args.option("topics")
+            workerLog = try args.option("worker-log")
+            if let level = try args.option("worker-log-level") { workerLogLevel = level }
+            workerKafkaProperties = try args.option("worker-kafka-properties")
             worker = try args.option("worker") ?? Self.besideThisExecutable("attest-worker")
             guard FileManager.default.isExecutableFile(atPath: worker) else {
                 throw Arguments.UsageError(description: "no attest-worker executable at \(worker): build it, or pass --worker PATH")
             }
+        }
+
+        /// The worker's ATTEST_KAFKA_PROPERTIES: the clients' settings, then the fetch wait, then
+        /// `--worker-kafka-properties` (a repeated key keeps its last value, KafkaProperties.parse).
+        var workerKafkaPropertiesText: String {
+            var text = kafkaProperties
+            if let fetchWaitMs { text += "\nfetch.wait.max.ms=\(fetchWaitMs)" }
+            if let workerKafkaProperties { text += "\n" + workerKafkaProperties }
+            return text
         }
 
         /// `name` in the folder of the running executable, where `swift build` puts every product.
@@ -97,7 +117,7 @@ final class BenchRig {
 
     /// Registers the app, creates the topics and starts the reader, the producer and the worker (with
     /// `extraEnvironment` on top of its settings).
-    func start(logLevel: String = "warning", extraEnvironment: [String: String] = [:]) throws -> Live {
+    func start(extraEnvironment: [String: String] = [:]) throws -> Live {
         let migrations = try Migrator.bundled
         try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
         try AttestStore(connection: connection).upsert(AppPolicy(teamId: Self.teamId, bundleId: bundleId, environments: .production))
@@ -118,7 +138,7 @@ final class BenchRig {
                 properties: clientProperties, topic: topics.verdicts, fetchWaitMs: options.fetchWaitMs ?? 10),
             producer: try JobProducer(properties: producerProperties, topic: topics.jobs),
             worker: try WorkerProcess(
-                binary: options.worker, environment: workerEnvironment(topics: topics, logLevel: logLevel, opsPort: opsPort)
+                binary: options.worker, environment: workerEnvironment(topics: topics, opsPort: opsPort)
                     .merging(extraEnvironment) { _, extra in extra },
                 logPath: directory.appendingPathComponent("worker.log").path),
             opsPort: opsPort,
@@ -134,6 +154,13 @@ final class BenchRig {
             live.producer.close()
             live.verdicts.close()
             removeRows()
+        }
+        if let workerLog = options.workerLog {
+            let log = directory.appendingPathComponent("worker.log").path
+            try? FileManager.default.removeItem(atPath: workerLog)
+            do { try FileManager.default.copyItem(atPath: log, toPath: workerLog) } catch {
+                FileHandle.standardError.write(Data("bench: could not keep the worker's log at \(workerLog): \(error)\n".utf8))
+            }
         }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -168,22 +195,18 @@ final class BenchRig {
     /// and client settings; everything else at the worker's defaults (ATTEST_* of the caller's environment
     /// are not passed on).
     private func workerEnvironment(
-        topics: (jobs: String, verdicts: String, deadLetters: String), logLevel: String, opsPort: Int
+        topics: (jobs: String, verdicts: String, deadLetters: String), opsPort: Int
     ) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ATTEST_") }
         environment.merge([
             "ATTEST_KAFKA_BROKERS": options.brokers, "ATTEST_DATABASE_URL": options.databaseURL,
-            "ATTEST_KAFKA_PROPERTIES": options.kafkaProperties, "ATTEST_JOBS_TOPIC": topics.jobs,
+            "ATTEST_KAFKA_PROPERTIES": options.workerKafkaPropertiesText, "ATTEST_JOBS_TOPIC": topics.jobs,
             "ATTEST_VERDICTS_TOPIC": topics.verdicts, "ATTEST_DEADLETTER_TOPIC": topics.deadLetters,
             "ATTEST_CONSUMER_GROUP": "bench-\(runId)", "ATTEST_TRUST_ANCHORS": anchors.attestation,
             "ATTEST_RECEIPT_TRUST_ANCHORS": anchors.receipt,
-            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:\(opsPort)", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": logLevel,
+            "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:\(opsPort)", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": options.workerLogLevel,
         ]) { _, new in new }
         if let batchSize = options.batchSize { environment["ATTEST_BATCH_SIZE"] = "\(batchSize)" }
-        // A repeated key keeps its last value (KafkaProperties.parse).
-        if let fetchWaitMs = options.fetchWaitMs {
-            environment["ATTEST_KAFKA_PROPERTIES"] = options.kafkaProperties + "\nfetch.wait.max.ms=\(fetchWaitMs)"
-        }
         return environment
     }
 

@@ -19,6 +19,7 @@ struct PipelineBenchmark: Subcommand {
                                      [--database-url URL] [--worker PATH] [--rate R] [--fetch-wait-ms W]
                                      [--postgres-pid PID] [--broker-pid PID]
                                      [--receipt-refresh-delay-seconds S | --receipt-refresh-dead]
+                                     [--worker-log PATH] [--worker-log-level L] [--worker-kafka-properties P]
 
         Mints N devices (default 10000) under a fresh test PKI, each with one attestation then nine
         assertions (10% / 90%), one invalid assertion on every other device (5% of all jobs); registers a
@@ -46,6 +47,10 @@ struct PipelineBenchmark: Subcommand {
                       and deleted in the user tables.
         --fetch-wait-ms W sets fetch.wait.max.ms of the worker's and the verdict reader's consumers (the
         reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it).
+        --worker-log PATH keeps the worker's log (its stderr: JSON lines at --worker-log-level L, warning
+        by default, and librdkafka's own lines) at PATH when the run ends; --worker-kafka-properties P is
+        appended to the worker's ATTEST_KAFKA_PROPERTIES only (e.g. debug=fetch: librdkafka logs every
+        fetch with its time), so a stall can be traced after the run.
         --receipt-refresh-delay-seconds S turns receipt refresh on against `attest-bench apple-stand-in`
         (a child on a free loopback port) answering every device after S seconds (at most 25);
         --receipt-refresh-dead against a closed loopback port. The worker gets a fresh DeviceCheck key for

@@ -9,7 +9,8 @@ struct SoakBenchmark: Subcommand {
     static let help = """
         usage: attest-bench soak [--json] [--minutes N] [--rate R] [--devices D] [--sample-seconds S]
                                  [--threads T] [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
-                                 [--database-url URL] [--worker PATH]
+                                 [--database-url URL] [--worker PATH] [--worker-log PATH]
+                                 [--worker-log-level L] [--worker-kafka-properties P]
 
         Registers a fresh app, starts `attest-worker run` (as pipeline does), attests D devices
         (default 2000), then produces assertions round the pool at R jobs/s (default 500; one in twenty
@@ -23,7 +24,7 @@ struct SoakBenchmark: Subcommand {
         Exit status 1 when memory grew, the backlog did not drain, or a job was lost, decided twice or
         decided against expectation. --json prints one object: {"minutes", "rate", "samples": [{"seconds",
         "rssMiB", "backlog", "verdicts", "warnings"}], "rssStartMiB", "rssEndMiB", "growthMiB", "flat",
-        "lost", "duplicates", "unexpected"}. Brokers, database and worker as for pipeline.
+        "lost", "duplicates", "unexpected"}. Brokers, database, worker and its log as for pipeline.
         """
 
     struct Sample {
