@@ -281,6 +281,8 @@ enum DatabaseFaults {
 
     /// Inserts a verdict row for `jobId` in the admin's open transaction: a worker writing that jobId waits.
     static func holdVerdict(_ jobId: String, _ admin: PGConnection) throws {
+        // Under the jobId's lock, as the worker's commit takes it (VerdictsTable.JobLocks, migration 0013).
+        try admin.execute("SELECT pg_advisory_xact_lock(hashtextextended('//' || $1, 0))", [.text(jobId)])
         try admin.execute(
             // The scope of a job naming no valid app (``invalidJob``'s): the row the worker's insert waits for.
             """

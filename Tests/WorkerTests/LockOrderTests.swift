@@ -71,18 +71,24 @@ extension AttestStoreTests {
         let name = "lockorder-v-\(db.schema)"
         let store = try Self.probedStore(db, name: name)
         let holder = try PGConnection(conninfo: try #require(ProcessInfo.processInfo.environment["ATTEST_DATABASE_URL"]))
-        // The decisions' scope (AttestStoreTests.decision's app): the rows the batch's inserts wait for.
+        // The decisions' scope (AttestStoreTests.decision's app): the rows the batch's inserts wait for, each
+        // under its jobId's lock as a commit takes it (VerdictsTable.JobLocks, migration 0013).
         let insert = """
             INSERT INTO \(db.schema).verdicts (team_id, bundle_id, job_id, ok, verdict_json, decided_at)
             VALUES ('TEAM', 'app', $1, false, '{}', now()) ON CONFLICT DO NOTHING
             """
+        let lock = { (c: PGConnection, job: String) throws(PGError) in
+            try c.execute(VerdictsTable.JobLocks(jobs: [ScopedJobId(app: Self.decision(job, .none, ok: false).app, jobId: job)]))
+        }
         try holder.execute("BEGIN")
+        try lock(holder, "j-a")
         try holder.execute(insert, [.text("j-a")])
         let outcomes = Self.commitInBackground(store, [Self.decision("j-b", .none, ok: false), Self.decision("j-a", .none, ok: false)])
         #expect(try Self.waitForLockWait(db.admin, name: name))
-        // Had the batch inserted j-b first, this insert would wait for it (and time out).
+        // Had the batch locked j-b first, this would wait for it (and time out).
         try db.admin.execute("BEGIN")
         try db.admin.execute("SET LOCAL lock_timeout = '500ms'")
+        try lock(db.admin, "j-b")
         try db.admin.execute(insert, [.text("j-b")])
         try db.admin.execute("ROLLBACK")
         try holder.execute("ROLLBACK")

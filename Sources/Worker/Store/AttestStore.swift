@@ -51,8 +51,10 @@ public final class AttestStore: @unchecked Sendable {
     /// batch find it. The outcome of each says whether it was stored, already decided, or lost a counter
     /// race; the crossings are the quota thresholds the batch's newly counted devices crossed.
     ///
-    /// Every statement takes its row locks in key order (attestations by key, the set-based statements
-    /// sort inside, risk rows by app and identity; a row's own decisions keep their batch order), so two
+    /// The batch's jobIds are locked first, in one statement (`VerdictsTable.JobLocks`: one verdict per jobId
+    /// across partitions), then every statement takes its row locks in key order (attestations by key, the
+    /// set-based statements sort inside, risk rows by app and identity; a row's own decisions keep their
+    /// batch order), so two
     /// workers' batches wait for each other but cannot deadlock on the rows of one table. A deadlock
     /// that still happens (across tables, or against another session) is transient: the batch is
     /// retried.
@@ -65,6 +67,7 @@ public final class AttestStore: @unchecked Sendable {
         let others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
         var pipeline = PGPipeline()
         pipeline.append(PGBegin())
+        pipeline.append(VerdictsTable.JobLocks(jobs: decisions.map { ScopedJobId(app: $0.app, jobId: $0.jobId) }))
         let attestations = attested.map { (decision: $0, result: pipeline.append(VerdictsTable.Attestation(decisions[$0]))) }
         let rest = others.isEmpty ? nil : pipeline.append(VerdictsTable.Decisions(others.map { decisions[$0] }))
         let crossings = IntelligenceWrites.append(decisions, to: &pipeline)

@@ -8,7 +8,9 @@ import PostgresClient
 /// decision's history and score it stores.
 enum DeviceRiskTable {
     /// A `verdicts` row this transaction inserted (rather than one stored before it): the writes of
-    /// intelligence follow their decision's verdict, so a redelivered job moves nothing.
+    /// intelligence follow their decision's verdict, so a redelivered job moves nothing. The statements
+    /// using it also name the verdict's `partition_at` (the decision's `storedPartitionAt`, which is what it
+    /// was inserted under), so PostgreSQL probes that one partition, not every attached one.
     static let insertedHere = "xmin = pg_current_xact_id()::xid"
 
     /// The histories and held scores of these devices, each looked up by primary key.
@@ -85,7 +87,9 @@ enum DeviceRiskTable {
             }
             return
                 """
-                WITH v AS (SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND \(DeviceRiskTable.insertedHere)),
+                WITH v AS (
+                    SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND partition_at = $17::timestamptz
+                        AND \(DeviceRiskTable.insertedHere)),
                 h AS (
                     INSERT INTO device_risk_history (team_id, bundle_id, identity, job_id, score, category, factors, scored_at)
                     SELECT $2, $3, $5, $1, $14::int, $15, $16::jsonb, $4::timestamptz
@@ -135,6 +139,7 @@ enum DeviceRiskTable {
                 flag(e.failedAttestation), flag(e.failedAssertion), flag(e.counterReplay),
                 e.environment.map { .text($0.rawValue) } ?? .null, e.receiptRiskMetric.map { .int(Int64($0)) } ?? .null,
                 .int(Int64(c.assessment.score)), .text(c.riskCategory.rawValue), .json(c.assessment.factorsJSON.serialized()),
+                .text(d.storedPartitionAt.rfc3339),
             ]
         }
     }

@@ -97,7 +97,9 @@ enum EventsTable {
                     'to', $9::text, 'score', $10::int)
             FROM was
             WHERE was.category IS DISTINCT FROM $9
-                AND EXISTS (SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND \(DeviceRiskTable.insertedHere))
+                AND EXISTS (
+                    SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND partition_at = $11::timestamptz
+                        AND \(DeviceRiskTable.insertedHere))
             ON CONFLICT (event_id) DO NOTHING
             """
         let parameters: [PGValue]
@@ -111,6 +113,7 @@ enum EventsTable {
                 .text(OutboxEvent.eventId(.riskCategoryChanged, [team, bundle, identity, d.jobId])),
                 .text(OutboxEvent.deviceKey(teamId: team, bundleId: bundle, identity: identity)), .text(receivedAt.rfc3339),
                 .text(c.deviceId), .text(c.riskCategory.rawValue), .int(Int64(c.assessment.score)),
+                .text(d.storedPartitionAt.rfc3339),
             ]
         }
     }

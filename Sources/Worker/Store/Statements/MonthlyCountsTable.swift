@@ -79,9 +79,10 @@ enum MonthlyCountsTable {
                 INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
                 SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, x.key, x.job, x.at
                 FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
-                        $8::timestamptz[]) AS x(i, job, t, b, m, id, key, at)
+                        $8::timestamptz[], $9::timestamptz[]) AS x(i, job, t, b, m, id, key, at, pat)
                     CROSS JOIN LATERAL (
-                        SELECT 1 FROM verdicts WHERE team_id = x.t AND bundle_id = x.b AND job_id = x.job AND \(DeviceRiskTable.insertedHere)
+                        SELECT 1 FROM verdicts WHERE team_id = x.t AND bundle_id = x.b AND job_id = x.job AND partition_at = x.pat
+                            AND \(DeviceRiskTable.insertedHere)
                         LIMIT 1) v
                 ORDER BY x.t, x.b, x.m, x.id, x.i
                 ON CONFLICT DO NOTHING
@@ -117,6 +118,7 @@ enum MonthlyCountsTable {
                 .text(rows.map(\.change.device.bundleId)), .text(rows.map(\.change.month)),
                 .text(rows.map(\.change.device.identity.value)), .bytea(rows.map(\.change.keyId)),
                 .timestamptz(unixMicroseconds: rows.map { $0.decision.receivedAt?.microseconds }),
+                .timestamptz(unixMicroseconds: rows.map(\.decision.storedPartitionAt.microseconds)),
             ]
             parameters = columns.map(PGValue.array)
         }

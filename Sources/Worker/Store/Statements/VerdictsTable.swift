@@ -35,6 +35,25 @@ enum VerdictsTable {
         }
     }
 
+    /// The commit's first statement: a transaction-scoped advisory lock on each of the batch's jobIds, taken
+    /// in key order (a volatile select list is evaluated after the sort), so two batches writing the same
+    /// jobIds wait for each other instead of deadlocking. It keeps one verdict per jobId across partitions
+    /// (migration 0013): a transaction that takes a lock another holds waits for it to commit, and its
+    /// later statements, each on a snapshot of its own, see the verdict it stored and skip the jobId.
+    struct JobLocks: PGCommandStatement {
+        static let sql = """
+            SELECT pg_advisory_xact_lock(hashtextextended(t || '/' || b || '/' || j, 0))
+            FROM unnest($1::text[], $2::text[], $3::text[]) AS x(t, b, j) ORDER BY t, b, j
+            """
+        let parameters: [PGValue]
+
+        init(jobs: [ScopedJobId]) {
+            parameters = [
+                .array(.text(jobs.map(\.app.teamId))), .array(.text(jobs.map(\.app.bundleId))), .array(.text(jobs.map(\.jobId))),
+            ]
+        }
+    }
+
     /// What a write statement says of one decision: stored now, or the verdict stored before, or neither
     /// (a counter conflict, or a concurrent insert of the same jobId this statement could not see).
     struct Written: PGRowDecodable {
@@ -61,12 +80,15 @@ enum VerdictsTable {
         """
 
     /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
-    /// re-attestation of the same key; the counter never moves back). One row, whatever happened. (A jobId
-    /// stored under another partition time is skipped by the table's trigger, migration 0011.)
+    /// re-attestation of the same key; the counter never moves back). One row, whatever happened. A jobId
+    /// stored in any partition is skipped (ON CONFLICT sees its own partition only); `JobLocks` before it
+    /// makes that hold for a concurrent insert too.
     struct Attestation: PGOneRowStatement {
         static let sql = """
             WITH v AS (\(insertVerdict)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13, $14, $15, $28::timestamptz)
+                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13::int4, $14::int8, $15::bytea,
+                    $28::timestamptz
+                WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE team_id = $4 AND bundle_id = $5 AND job_id = $1)
                 ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING 1),
             d AS (
                 INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
@@ -124,7 +146,8 @@ enum VerdictsTable {
     /// key's assertions is stored and each is reported a counter conflict, to be decided again against
     /// the stored counter. The condition is in the UPDATE itself, so a concurrent writer's change is
     /// re-checked under the row lock, and the rows are locked in key order first (`locked`) so that two
-    /// batches cannot deadlock on them; verdicts are inserted in jobId order for the same reason. Stored
+    /// batches cannot deadlock on them; verdicts are inserted in jobId order for the same reason. `decided`
+    /// probes every partition, after `JobLocks`, so a jobId stored in another partition is skipped. Stored
     /// verdicts are looked up one by one through the primary key
     /// (LATERAL … LIMIT 1 cannot become a join that scans the table, whatever plan the cached statement
     /// settles on).

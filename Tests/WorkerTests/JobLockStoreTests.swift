@@ -1,0 +1,86 @@
+import AttestCore
+import AttestJobs
+import Foundation
+import PostgresClient
+import Synchronization
+import Testing
+@testable import Worker
+
+/// One verdict per jobId across partitions without a trigger (migration 0013), against the ops/stack
+/// PostgreSQL: the commit locks its jobIds before it writes, so a batch writing a jobId that another,
+/// uncommitted transaction is storing under another partition time waits for it and then finds its verdict.
+@Suite struct JobLockStoreTests {
+    typealias R = PartitionRetentionStoreTests
+
+    @Test func aConcurrentDecisionOfAJobIdInAnotherPartitionWaitsAndFindsTheFirstOnBothWritePaths() throws {
+        let db = try R.Schema()
+        let first = Timestamp(seconds: 1_796_083_200)
+        let later = first.adding(seconds: 3 * 86_400)
+        for day in [first, later] {
+            _ = try db.connection.execute(PartitionsTable.Create(table: "verdicts", lower: day, upper: day.adding(seconds: 86_400)))
+        }
+        // The first decisions of j1 and j2, stored by a transaction left open (as the commit writes them).
+        var attested = ScopedVerdictStoreTests.attested("j2", R.app, digest: 1, key: 0xa)
+        attested.partitionAt = first
+        let j1 = R.decision("j1", at: first)
+        let holder = try PGConnection(conninfo: db.url)
+        _ = try holder.pipeline(
+            PGBegin(), VerdictsTable.JobLocks(jobs: [j1, attested].map { ScopedJobId(app: $0.app, jobId: $0.jobId) }),
+            VerdictsTable.Attestation(attested), VerdictsTable.Decisions([j1]))
+
+        // Other content under the same jobIds, under another partition time, from another connection.
+        var again = ScopedVerdictStoreTests.attested("j2", R.app, digest: 9, key: 0xb)
+        again.partitionAt = later
+        let second = [R.decision("j1", at: later, digest: 9), again]
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
+        let outcome = Mutex<Result<[CommitOutcome], PGError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            let result = Result { () throws(PGError) in try store.commit(second).outcomes }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }.start()
+
+        // It waits for the open transaction's locks...
+        #expect(done.wait(timeout: .now() + 1) == .timedOut)
+        try holder.execute("COMMIT")
+        // ...and then finds the verdicts it committed, in their partition.
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let outcomes = try #require(outcome.withLock { $0 }).get()
+        guard outcomes.count == 2, case .alreadyDecided(let v1) = outcomes[0], case .alreadyDecided(let v2) = outcomes[1] else {
+            Issue.record("expected both already decided, got \(outcomes)")
+            return
+        }
+        #expect(v1.jobDigest == [UInt8](repeating: 1, count: 32))
+        #expect(v2.jobDigest == [UInt8](repeating: 1, count: 32))
+        #expect(try db.count("SELECT count(*) FROM verdicts") == 2)
+        #expect(try db.count("SELECT count(*) FROM verdicts_p20261201_000000") == 2)
+        #expect(try db.count("SELECT count(*) FROM devices") == 1)
+    }
+
+    @Test func theCommitLocksItsJobIdsInKeyOrderWhateverTheBatchOrder() throws {
+        let db = try R.Schema()
+        let day = Timestamp(seconds: 1_796_083_200)
+        _ = try db.connection.execute(PartitionsTable.Create(table: "verdicts", lower: day, upper: day.adding(seconds: 86_400)))
+        let name = "joblocks-\(db.name)"
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url, applicationName: name))
+        // Advisory locks are the database's, not the schema's: jobIds of this test only.
+        let jobs = (0..<4).map { "\(db.name)-k\($0)" }
+        let locks = { (c: PGConnection, jobs: [String]) throws(PGError) in
+            try c.execute(VerdictsTable.JobLocks(jobs: jobs.map { ScopedJobId(app: R.app, jobId: $0) }))
+        }
+        // Another session holds the lowest jobId; the batch lists it last.
+        let holder = try PGConnection(conninfo: db.url)
+        try holder.execute("BEGIN")
+        try locks(holder, [jobs[0]])
+        let outcomes = AttestStoreTests.commitInBackground(store, jobs.reversed().map { R.decision($0, at: day) })
+        #expect(try AttestStoreTests.waitForLockWait(db.admin, name: name))
+        // The batch waits for the lowest before it takes any other: the others are free.
+        try db.admin.execute("BEGIN")
+        try db.admin.execute("SET LOCAL lock_timeout = '500ms'")
+        try locks(db.admin, Array(jobs.dropFirst()))
+        try db.admin.execute("ROLLBACK")
+        try holder.execute("ROLLBACK")
+        #expect(outcomes() == Array(repeating: .stored, count: jobs.count))
+    }
+}
