@@ -43,7 +43,8 @@ struct PipelineBenchmark: Subcommand {
                       postmaster PID and its backends), of the broker (PID) and of this process (its
                       producer and verdict reader), from /proc; the in-process CPU per job as a share of
                       all four (with everything on the in-process side's cores, the most end to end / in-
-                      process can be); the WAL bytes written; and over every phase, rows inserted, updated
+                      process can be); the same three CPU figures per job of the latency phase (smaller
+                      batches: more of each batch's fixed cost per job); the WAL bytes written; and over every phase, rows inserted, updated
                       and deleted in the user tables.
         --fetch-wait-ms W sets fetch.wait.max.ms of the worker's and the verdict reader's consumers (the
         reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it).
@@ -69,7 +70,8 @@ struct PipelineBenchmark: Subcommand {
         --json prints one object: {"jobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
-        "benchCpuMsPerJob", "verificationShareOfCpu", "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
+        "benchCpuMsPerJob", "verificationShareOfCpu", "latencyPhaseCpuMsPerJob": {"worker",
+        "postgres", "broker"}, "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
         "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
         off); jobs is the throughput phase's count, lost and duplicates cover
         both phases; a CPU figure is null when its PID was not given or the process restarted.
@@ -123,6 +125,9 @@ struct PipelineBenchmark: Subcommand {
         var workerStages: StageHistogram
         /// The throughput phase's cost, and rows written over every phase with the jobs of every phase.
         var cost: PhaseCost
+        /// The latency phase's cost: its batches are smaller than the throughput phase's, so each job
+        /// carries more of a batch's fixed costs.
+        var latencyCost: PhaseCost
         var rowsWritten: Int64
         var allJobs: Int
         var lost: Int
@@ -154,6 +159,10 @@ struct PipelineBenchmark: Subcommand {
                 ("workerCpuMsPerJob", perJob(cost.workerSeconds)), ("postgresCpuMsPerJob", perJob(cost.postgresSeconds)),
                 ("brokerCpuMsPerJob", perJob(cost.brokerSeconds)), ("benchCpuMsPerJob", perJob(cost.benchSeconds)),
                 ("verificationShareOfCpu", verificationShare.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+                ("latencyPhaseCpuMsPerJob", .object([
+                    ("worker", perJob(latencyCost.workerSeconds, latencyJobs)), ("postgres", perJob(latencyCost.postgresSeconds, latencyJobs)),
+                    ("broker", perJob(latencyCost.brokerSeconds, latencyJobs)),
+                ])),
                 ("walBytesPerJob", .int(Int64((Double(cost.walBytes) / Double(max(1, jobs))).rounded()))),
                 ("rowsPerJob", .double((Double(rowsWritten) / Double(max(1, allJobs)) * 100).rounded() / 100)),
             ]
@@ -177,9 +186,10 @@ struct PipelineBenchmark: Subcommand {
             workerStages.quantileMs(stage, p).map(JSONValue.double) ?? .null
         }
 
-        /// CPU seconds of the throughput phase as milliseconds per job, to the hundredth; null when not measured.
-        private func perJob(_ seconds: Double?) -> JSONValue {
-            seconds.map { .double(($0 * 1000 / Double(max(1, jobs)) * 100).rounded() / 100) } ?? .null
+        /// CPU seconds of a phase as milliseconds per job of it (the throughput phase's unless told), to the
+        /// hundredth; null when not measured.
+        private func perJob(_ seconds: Double?, _ count: Int? = nil) -> JSONValue {
+            seconds.map { .double(($0 * 1000 / Double(max(1, count ?? jobs)) * 100).rounded() / 100) } ?? .null
         }
 
         /// In-process CPU per job (its threads over its rate) ÷ the CPU every process of the throughput phase
@@ -193,8 +203,8 @@ struct PipelineBenchmark: Subcommand {
             return spent > 0 ? Double(threads) / coreJobsPerSec / spent : nil
         }
 
-        private func cpuText(_ seconds: Double?) -> String {
-            seconds.map { String(format: "%8.3f ms/job", $0 * 1000 / Double(max(1, jobs))) } ?? "       — (no PID)"
+        private func cpuText(_ seconds: Double?, _ count: Int? = nil) -> String {
+            seconds.map { String(format: "%8.3f ms/job", $0 * 1000 / Double(max(1, count ?? jobs))) } ?? "       — (no PID)"
         }
 
         private static func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }
@@ -226,6 +236,9 @@ struct PipelineBenchmark: Subcommand {
                 row("CPU, broker", cpuText(cost.brokerSeconds)),
                 row("CPU, the benchmark's producer and reader", cpuText(cost.benchSeconds)),
                 row("in-process CPU / all CPU, per job", verificationShare.map { String(format: "%8.2f", $0) } ?? "       —"),
+                row("CPU, latency phase: worker", cpuText(latencyCost.workerSeconds, latencyJobs)),
+                row("  PostgreSQL", cpuText(latencyCost.postgresSeconds, latencyJobs)),
+                row("  broker", cpuText(latencyCost.brokerSeconds, latencyJobs)),
                 row("WAL", String(format: "%8.0f bytes/job", Double(cost.walBytes) / Double(max(1, jobs)))),
                 row("rows inserted/updated/deleted (all phases)", String(format: "%8.2f rows/job", Double(rowsWritten) / Double(max(1, allJobs)))),
                 row("receipt refresh", receiptRefresh?.text ?? "off"),
@@ -306,7 +319,9 @@ struct PipelineBenchmark: Subcommand {
         let paced = try mint(max(1, Int((rate * options.latencySeconds).rounded(.up)) / 10), "l")
         Self.note(String(format: "latency: producing %d jobs at %.0f jobs/s", paced.jobs.count, rate))
         let scraped = try StageHistogram(exposition: WorkerScrape.metrics(port: live.opsPort))
+        let latencyBefore = try PhaseCost.Reading.now(processes, connection: rig.connection)
         let (latencies, stages) = try pipeline.producePaced(paced, rate: rate)
+        let latencyCost = try PhaseCost.since(latencyBefore, processes, connection: rig.connection)
         let exposition = try WorkerScrape.metrics(port: live.opsPort)
         let workerStages = StageHistogram(exposition: exposition).since(scraped)
         let refreshes = endpoint.map { _ in ReceiptRefreshBench.refreshes(exposition: exposition) }
@@ -327,7 +342,7 @@ struct PipelineBenchmark: Subcommand {
             jobsPerSec: jobsPerSec,
             coreJobsPerSec: Double(firstHalf.jobs + secondHalf.jobs) / (firstHalf.seconds + secondHalf.seconds),
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
-            p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, rowsWritten: rowsAfter.total &- rowsBefore.total,
+            p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, latencyCost: latencyCost, rowsWritten: rowsAfter.total &- rowsBefore.total,
             allJobs: warmUp.jobs.count + stream.jobs.count + paced.jobs.count, lost: check.lost, duplicates: check.duplicates, copies: check.copies,
             unexpected: check.unexpected, receiptRefresh: options.receiptRefresh, refreshes: refreshes, refreshesInFlight: inFlight)
     }
