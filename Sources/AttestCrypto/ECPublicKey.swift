@@ -243,7 +243,7 @@ public final class ECPublicKey: @unchecked Sendable {
         private let owner: AnyObject
 
         fileprivate init?(key: OpaquePointer, owner: AnyObject) {
-            guard let ctx = EVP_PKEY_CTX_new(key, nil), EVP_PKEY_verify_init(ctx) == 1 else { return nil }
+            guard let ctx = Imported.makeContext(key) else { return nil }
             self.ctx = ctx
             self.owner = owner
         }
