@@ -31,8 +31,11 @@ private func startServer(
 
 private func port(_ server: HTTPServer) throws -> Int { try #require(server.port) }
 
-/// Serialized: the stop/start tests assert that a port is closed, which a parallel test's server could
-/// otherwise happen to reuse.
+/// The socket of this process listening on the port: a stopped server must have closed that very socket.
+private func listener(_ port: Int) throws -> String { try #require(RawHTTP.listeningSocket(port: port)) }
+
+/// Serialized: the stop/start tests bind an explicit port just freed, which a parallel test's server
+/// could otherwise take first.
 @Suite("HTTP server and health endpoints", .serialized)
 struct HTTPServerTests {
     @Test("GET /healthz answers 200 ok; HEAD answers the same without a body")
@@ -233,9 +236,10 @@ struct HTTPServerTests {
         let first = try port(server)
         #expect(try RawHTTP.get(port: first, "/healthz").status == 200)
 
+        let firstSocket = try listener(first)
         server.stop()
         #expect(server.port == nil)
-        #expect(RawHTTP.isRefused(port: first))
+        #expect(!RawHTTP.openSockets().contains(firstSocket))
         server.stop()  // idempotent
 
         try server.start()
@@ -243,8 +247,9 @@ struct HTTPServerTests {
         #expect(try RawHTTP.get(port: second, "/healthz").status == 200)
         try server.start()  // idempotent while running
         #expect(server.port == second)
+        let secondSocket = try listener(second)
         server.stop()
-        #expect(RawHTTP.isRefused(port: second))
+        #expect(!RawHTTP.openSockets().contains(secondSocket))
 
         // The same explicit port right after a stop (connections in TIME_WAIT): SO_REUSEADDR makes it bindable.
         let again = HTTPServer(
@@ -254,8 +259,9 @@ struct HTTPServerTests {
         try again.start()
         #expect(again.port == second)
         #expect(try RawHTTP.get(port: second, "/healthz").status == 404)
+        let againSocket = try listener(second)
         again.stop()
-        #expect(RawHTTP.isRefused(port: second))
+        #expect(!RawHTTP.openSockets().contains(againSocket))
     }
 
     @Test("dropping the last reference stops the server")
@@ -263,8 +269,9 @@ struct HTTPServerTests {
         var server: HTTPServer? = try startServer()
         let port = try #require(server?.port)
         #expect(try RawHTTP.get(port: port, "/healthz").status == 200)
+        let socket = try listener(port)
         server = nil
-        #expect(RawHTTP.isRefused(port: port))
+        #expect(!RawHTTP.openSockets().contains(socket))
     }
 
     @Test("a taken address fails start with libmicrohttpd's reason")
@@ -300,7 +307,9 @@ struct HTTPServerTests {
         let address = try #require(server.boundAddress)
         #expect(address.isIPv6)
         #expect(address.description == "[::1]:\(address.port)")
-        #expect(RawHTTP.isRefused(port: address.port))  // nothing on 127.0.0.1 for that port
+        // Its socket listens over IPv6 only: nothing of this process on 127.0.0.1 for that port.
+        #expect(RawHTTP.listeningSocket(port: address.port, tables: ["/proc/net/tcp6"]) != nil)
+        #expect(RawHTTP.listeningSocket(port: address.port, tables: ["/proc/net/tcp"]) == nil)
     }
 }
 

@@ -52,17 +52,29 @@ enum RawHTTP {
         return fd
     }
 
-    /// True when nothing accepts connections on the port.
-    static func isRefused(port: Int) -> Bool {
-        do {
-            let fd = try connect(port: port)
-            close(fd)
-            return false
-        } catch let error as ClientError {
-            return error.errnoCode == ECONNREFUSED
-        } catch {
-            return false
+    /// The socket ("socket:[inode]") of this process listening on the port, from the kernel's tables
+    /// (IPv4 and IPv6 unless told). The tests check that a stopped server's own socket is closed: a connect
+    /// attempt cannot tell, since another process or test may bind the freed ephemeral port, or a client whose
+    /// ephemeral source port equals it connects to itself.
+    static func listeningSocket(port: Int, tables: [String] = ["/proc/net/tcp", "/proc/net/tcp6"]) -> String? {
+        let ours = openSockets()
+        for table in tables {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, fields[3] == "0A",
+                    let local = fields[1].split(separator: ":").last, Int(local, radix: 16) == port
+                else { continue }
+                if ours.contains("socket:[\(fields[9])]") { return "socket:[\(fields[9])]" }
+            }
         }
+        return nil
+    }
+
+    /// What this process's file descriptors refer to ("socket:[inode]", paths).
+    static func openSockets() -> Set<String> {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return Set(fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") })
     }
 
     /// Sends `head` (request line and headers, without the final blank line: it is added along with
