@@ -59,7 +59,15 @@ public final class PGConnection: @unchecked Sendable {
         // worker's JSON logs; errors reach the caller through results, so notices carry nothing needed.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         self.connection = connection
+        try execute(Self.genericPlans)
     }
+
+    /// Every statement `pipeline` runs is prepared once and executed many times. Left to choose, PostgreSQL
+    /// plans each execution afresh whenever a statement reads a partitioned table by its partition key: a
+    /// custom plan's cost counts the one partition it pruned to, the generic plan's all of them, so the
+    /// generic one never looks cheaper, and planning cost more than executing (0.67 ms against 0.50 ms for
+    /// the risk upsert under load). A generic plan prunes partitions when it executes instead.
+    static let genericPlans = "SET plan_cache_mode = force_generic_plan"
 
     deinit {
         PQfinish(connection)

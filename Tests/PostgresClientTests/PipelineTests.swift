@@ -131,6 +131,24 @@ struct PipelineTests {
         #expect(statements.int(0, 0) == 1)
     }
 
+    @Test("a prepared statement reading a partitioned table by its partition key is planned once")
+    func genericPlans() throws {
+        let db = try TestDatabase.connect()
+        try db.execute("CREATE TEMP TABLE parted (k int, v int) PARTITION BY LIST (k)")
+        for k in 0..<4 {
+            try db.execute("CREATE TEMP TABLE parted_\(k) PARTITION OF parted FOR VALUES IN (\(k))")
+            try db.execute("INSERT INTO parted VALUES (\(k), \(k * 10))")
+        }
+        let sql = "SELECT v FROM parted WHERE k = $1::int4"
+        let rows = try db.pipeline((0..<8).map { (sql, [PGValue.int(Int64($0 % 4))]) })
+        #expect(rows.map { $0.int(0, 0) } == [0, 10, 20, 30, 0, 10, 20, 30])
+        // Left to choose, PostgreSQL would plan each of the eight afresh (custom plans), pruned to one partition.
+        let plans = try db.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", [.text(sql)])
+        #expect(plans.int(0, 0) == 8)
+        #expect(plans.int(0, 1) == 0)
+    }
+
     @Test("a statement whose prepare failed is not remembered; NULL and typed parameters prepare apart")
     func failedPrepareForgotten() throws {
         let db = try TestDatabase.connect()
