@@ -7,6 +7,7 @@ import Dispatch
 import Foundation
 import KafkaClient
 import PostgresClient
+import Synchronization
 import Worker
 
 /// `attest-bench pipeline`: the worker end to end on a real broker and PostgreSQL (a child
@@ -33,7 +34,8 @@ struct PipelineBenchmark: Subcommand {
           latency     fresh devices' jobs, same mix, produced evenly at half that rate (R jobs/s with
                       --rate) for S seconds (default 10): p50 and p99 of verdict consumed − job produced,
                       split at the verdict's create time (the worker hands it to its producer after storing
-                      it): job → verdict (broker, buffer, deciding, storing) and the verdict's trip
+                      it): job → verdict (broker, buffer, deciding, storing), of it the job's own
+                      produce (handed over → the broker's acknowledgement), and the verdict's trip
                       (publishing, the reader's fetch); and the worker's own stages from its
                       attest_job_stage_seconds histogram, scraped before and after the phase, as the
                       bucket bounds of p50 and p99: broker (created → consumed), buffer (consumed → batch
@@ -68,7 +70,7 @@ struct PipelineBenchmark: Subcommand {
         beside this executable (both products of one `swift build`). Progress goes to stderr. Exit status 1 when a
         job was lost, decided twice or decided against its expected outcome.
         --json prints one object: {"jobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
-        "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "verdictTripP50Ms",
+        "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "producingP50Ms", "producingP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
         "benchCpuMsPerJob", "verificationShareOfCpu", "latencyPhaseCpuMsPerJob": {"worker",
         "postgres", "broker"}, "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
@@ -151,6 +153,8 @@ struct PipelineBenchmark: Subcommand {
                 ("duplicates", .int(Int64(duplicates))), ("latencyRate", .int(Int64(latencyRate.rounded()))),
                 ("toVerdictP50Ms", .double(PipelineBenchmark.percentile(stages.toVerdictMs, 0.50))),
                 ("toVerdictP99Ms", .double(PipelineBenchmark.percentile(stages.toVerdictMs, 0.99))),
+                ("producingP50Ms", .double(PipelineBenchmark.percentile(stages.producingMs, 0.50))),
+                ("producingP99Ms", .double(PipelineBenchmark.percentile(stages.producingMs, 0.99))),
                 ("verdictTripP50Ms", .double(PipelineBenchmark.percentile(stages.verdictTripMs, 0.50))),
                 ("verdictTripP99Ms", .double(PipelineBenchmark.percentile(stages.verdictTripMs, 0.99))),
                 ("stagesMs", .object(StageHistogram.order.map { stage -> (String, JSONValue) in
@@ -224,6 +228,9 @@ struct PipelineBenchmark: Subcommand {
                 row("  job → verdict handed to producer",
                     String(format: "p50 %.0f ms, p99 %.0f ms", PipelineBenchmark.percentile(stages.toVerdictMs, 0.50),
                         PipelineBenchmark.percentile(stages.toVerdictMs, 0.99))),
+                row("    of it, job produced (acknowledged)",
+                    String(format: "p50 %.0f ms, p99 %.0f ms", PipelineBenchmark.percentile(stages.producingMs, 0.50),
+                        PipelineBenchmark.percentile(stages.producingMs, 0.99))),
                 row("  verdict publish and trip to the reader",
                     String(format: "p50 %.0f ms, p99 %.0f ms", PipelineBenchmark.percentile(stages.verdictTripMs, 0.50),
                         PipelineBenchmark.percentile(stages.verdictTripMs, 0.99))),
@@ -373,6 +380,7 @@ struct PipelineBenchmark: Subcommand {
             verdicts.expect(workload.jobs.map(\.jobId))
             var sentAt = [UInt64](repeating: 0, count: workload.jobs.count)
             var sentWallMs = [Int64](repeating: 0, count: workload.jobs.count)
+            let acknowledgedMs = Mutex([Int64?](repeating: nil, count: workload.jobs.count))
             let start = DispatchTime.now().uptimeNanoseconds
             for (i, message) in workload.jobs.enumerated() {
                 let due = start + UInt64(Double(i) / rate * 1e9)
@@ -380,17 +388,19 @@ struct PipelineBenchmark: Subcommand {
                 if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
                 sentAt[i] = DispatchTime.now().uptimeNanoseconds
                 sentWallMs[i] = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-                try producer.send(message)
+                try producer.send(message) { ms in acknowledgedMs.withLock { $0[i] = ms } }
             }
             try producer.flush()
             try settle("latency phase", stallSeconds: 30)
+            let acknowledged = acknowledgedMs.withLock { $0 }
             let records = verdicts.records
             let latencies = workload.jobs.indices.compactMap { i in
                 records[workload.jobs[i].jobId].map { Double($0.firstSeen - sentAt[i]) / 1e6 }
             }.sorted()
             let stages = LatencyStages(workload.jobs.indices.compactMap { i in
                 records[workload.jobs[i].jobId].map {
-                    LatencyStages.Sample(sentMs: sentWallMs[i], createdMs: $0.createdMs, readMs: $0.firstSeenWallMs)
+                    LatencyStages.Sample(
+                        sentMs: sentWallMs[i], acknowledgedMs: acknowledged[i], createdMs: $0.createdMs, readMs: $0.firstSeenWallMs)
                 }
             })
             return (latencies, stages)

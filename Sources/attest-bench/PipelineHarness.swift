@@ -20,13 +20,17 @@ final class JobProducer: Sendable {
         self.topic = topic
     }
 
-    /// Queues one job, waiting while librdkafka's local queue is full.
-    func send(_ message: PipelineWorkload.Message) throws {
+    /// Queues one job, waiting while librdkafka's local queue is full; `acknowledged` gets the wall clock
+    /// (ms) of its delivery report, on librdkafka's thread, when the broker took it.
+    func send(_ message: PipelineWorkload.Message, acknowledged: (@Sendable (Int64) -> Void)? = nil) throws {
         let value = message.line(receivedAt: SystemClock().now().rfc3339)
         while true {
             do {
                 try producer.produce(topic: topic, key: message.key, value: value, headers: []) { [self] result in
-                    if case .failure = result { failures.add(1, ordering: .relaxed) }
+                    switch result {
+                    case .failure: failures.add(1, ordering: .relaxed)
+                    case .success: acknowledged?(Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
+                    }
                 }
                 return
             } catch where error.code == KafkaError.Code.queueFull {

@@ -66,17 +66,20 @@ import Testing
 @Suite struct LatencyStagesTests {
     @Test func splitsAtTheCreateTimeAndSorts() {
         let stages = LatencyStages([
-            .init(sentMs: 1000, createdMs: 1030, readMs: 1032), .init(sentMs: 2000, createdMs: 2005, readMs: 2105),
-            .init(sentMs: 3000, createdMs: nil, readMs: 3050),
+            .init(sentMs: 1000, acknowledgedMs: 1012, createdMs: 1030, readMs: 1032),
+            .init(sentMs: 2000, acknowledgedMs: 2003, createdMs: 2005, readMs: 2105),
+            .init(sentMs: 3000, acknowledgedMs: nil, createdMs: nil, readMs: 3050),
         ])
         #expect(stages.toVerdictMs == [5, 30])
+        #expect(stages.producingMs == [3, 12])
         #expect(stages.verdictTripMs == [2, 100])
     }
 
     /// Millisecond truncation can put the create time a tick before the send or after the read: zero, not negative.
     @Test func truncationDoesNotGoNegative() {
-        let stages = LatencyStages([.init(sentMs: 1000, createdMs: 999, readMs: 998)])
+        let stages = LatencyStages([.init(sentMs: 1000, acknowledgedMs: 999, createdMs: 999, readMs: 998)])
         #expect(stages.toVerdictMs == [0])
+        #expect(stages.producingMs == [0])
         #expect(stages.verdictTripMs == [0])
     }
 
