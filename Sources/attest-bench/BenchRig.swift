@@ -210,15 +210,11 @@ final class BenchRig {
         return environment
     }
 
-    /// Deletes the run's rows of every table and its app (after the worker has stopped): the database is
-    /// shared. Then vacuums those tables: autovacuum reaches tens of thousands of dead rows minutes later,
-    /// and until then every stored-verdict probe of a next run walks their index entries (PostgreSQL CPU per
-    /// job rose from 0.2 to 0.8–1.3 ms in runs started a few minutes after another).
+    /// Deletes the run's rows of every table and its app (after the worker has stopped): the database is shared.
     private func removeRows() {
         do {
             try connection.run { c throws(PGError) in
                 try c.execute(BenchRigStatements.RemoveApp(teamId: Self.teamId, bundleId: bundleId))
-                try c.executeScript(BenchRigStatements.vacuum)
             }
         } catch {
             FileHandle.standardError.write(

@@ -39,13 +39,6 @@ enum BenchRigStatements {
         }
     }
 
-    /// VACUUM (ANALYZE) of the tables `RemoveApp` deletes from (a partitioned table's partitions with it);
-    /// outside any transaction, as VACUUM must be.
-    static let vacuum = """
-        VACUUM (ANALYZE) receipt_refresh, receipt_metrics, verdicts, devices, mad_devices, mad_totals,
-            mad_quota_events, device_risk, device_risk_history, apps
-        """
-
     /// Deletes the app's rows of every table, then the app (the receipt refresh tables are keyed by the
     /// devices' keys alone; every statement of the WITH sees the devices as they were before it).
     struct RemoveApp: PGCommandStatement {

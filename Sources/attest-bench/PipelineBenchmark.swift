@@ -64,8 +64,7 @@ struct PipelineBenchmark: Subcommand {
         published or none stored), decided twice (two different verdicts published, or the published one
         is not the stored one), and that each verdict accepts exactly the jobs minted valid.
 
-        The run's app, devices and verdicts are deleted from the database afterwards, and those tables vacuumed
-        (the next run would otherwise probe the dead rows).
+        The run's app, devices and verdicts are deleted from the database afterwards.
         Brokers, database and client settings: ATTEST_KAFKA_BROKERS, ATTEST_DATABASE_URL and
         ATTEST_KAFKA_PROPERTIES (eval "$(ops/stack env)"). The worker is PATH, by default the attest-worker
         beside this executable (both products of one `swift build`). Progress goes to stderr. Exit status 1 when a
