@@ -22,13 +22,15 @@ public final class PGConnection: @unchecked Sendable {
     ///     `PGAPPNAME`) wins, so operators can tell instances apart without a code change.
     ///   - connectTimeoutSeconds: libpq's `connect_timeout` unless `conninfo` sets one; without it an
     ///     unreachable host blocks for the kernel's TCP timeout (minutes).
+    ///   - settings: run-time parameters set for the session (`set_config`, by name), after generic plans.
     /// - Throws: `.invalidConnectionString` when `conninfo` does not parse (its text is not repeated: it
     ///   may hold a password); `.connectionFailed` (with `isConnectionLost`) when the server cannot be
     ///   reached or refuses the login, retriable since a restarting server refuses logins for a while.
     public init(
         conninfo: String,
         applicationName: String = "attest-worker",
-        connectTimeoutSeconds: Int = 10
+        connectTimeoutSeconds: Int = 10,
+        settings: [String: String] = [:]
     ) throws(PGError) {
         // Parsed once up front because libpq's parse errors quote fragments of the string.
         var parseError: UnsafeMutablePointer<CChar>?
@@ -60,6 +62,9 @@ public final class PGConnection: @unchecked Sendable {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         self.connection = connection
         try execute(Self.genericPlans)
+        for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
+            try execute("SELECT set_config($1, $2, false)", [.text(name), .text(value)])
+        }
     }
 
     /// Every statement `pipeline` runs is prepared once and executed many times. Left to choose, PostgreSQL

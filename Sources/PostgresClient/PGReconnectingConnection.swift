@@ -19,6 +19,7 @@ public final class PGReconnectingConnection: @unchecked Sendable {
     private let conninfo: String
     private let applicationName: String
     private let connectTimeoutSeconds: Int
+    private let settings: [String: String]
     private let backoff: Backoff
     private let retryTimeout: Duration?
     private let onRetry: (@Sendable (_ error: PGError, _ attempt: Int, _ wait: Duration) -> Void)?
@@ -37,8 +38,9 @@ public final class PGReconnectingConnection: @unchecked Sendable {
     /// Does not connect: the first `run` does, so a worker can start while PostgreSQL is still coming up.
     ///
     /// - Parameters:
-    ///   - conninfo, applicationName, connectTimeoutSeconds: as for ``PGConnection``; keep the connect
-    ///     timeout well below `retryTimeout`, since one connection attempt is not cut short by it.
+    ///   - conninfo, applicationName, connectTimeoutSeconds, settings: as for ``PGConnection``, for every
+    ///     connection made; keep the connect timeout well below `retryTimeout`, since one connection attempt
+    ///     is not cut short by it.
     ///   - initialBackoff: the first wait after a loss; each further failed attempt doubles it…
     ///   - maxBackoff: …up to this cap, so recovery is noticed within `maxBackoff` of the server's return.
     ///   - retryTimeout: how long one `run` keeps retrying before rethrowing the transient error; nil
@@ -52,6 +54,7 @@ public final class PGReconnectingConnection: @unchecked Sendable {
         conninfo: String,
         applicationName: String = "attest-worker",
         connectTimeoutSeconds: Int = 10,
+        settings: [String: String] = [:],
         initialBackoff: Duration = .milliseconds(50),
         maxBackoff: Duration = .seconds(2),
         retryTimeout: Duration? = nil,
@@ -61,6 +64,7 @@ public final class PGReconnectingConnection: @unchecked Sendable {
         self.conninfo = conninfo
         self.applicationName = applicationName
         self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.settings = settings
         backoff = Backoff(initial: initialBackoff, cap: maxBackoff)
         self.retryTimeout = retryTimeout
         self.onRetry = onRetry
@@ -126,7 +130,8 @@ public final class PGReconnectingConnection: @unchecked Sendable {
         if let connection, connection.isIdle { return connection }
         connection = nil  // Closes a broken one, or one left in a transaction (the server rolls it back).
         let fresh = try PGConnection(
-            conninfo: conninfo, applicationName: applicationName, connectTimeoutSeconds: connectTimeoutSeconds)
+            conninfo: conninfo, applicationName: applicationName, connectTimeoutSeconds: connectTimeoutSeconds,
+            settings: settings)
         connection = fresh
         return fresh
     }

@@ -91,7 +91,7 @@ enum RunCommand: Subcommand {
         let database = metrics.database
         let reconnecting = { @Sendable (writer: String) -> PGReconnectingConnection in
             PGReconnectingConnection(
-                conninfo: configuration.databaseURL,
+                conninfo: configuration.databaseURL, settings: AttestStore.sessionSettings,
                 onRetry: { error, attempt, _ in
                     let fields: [(String, JSONValue)] = [
                         ("reason", .string(error.summary)), ("error", .string(error.description)), ("writer", .string(writer)),

@@ -1,0 +1,29 @@
+import AttestCore
+import Foundation
+import PostgresClient
+import Testing
+@testable import Worker
+
+/// A lane's sessions read the verdicts partitions through their indexes even where the planner believes a
+/// partition empty (created ahead, or analyzed while it was), as the one being filled often is: left alone,
+/// the planner scans such a partition row by row, and keeps doing so while it grows.
+@Suite struct LaneSessionPlanTests {
+    typealias R = PartitionRetentionStoreTests
+
+    @Test func theStoredVerdictProbeUsesTheIndexesOfPartitionsAnalyzedEmpty() throws {
+        let db = try R.Schema()
+        let day = Timestamp(seconds: 1_796_083_200)
+        _ = try db.connection.execute(PartitionsTable.Create(table: "verdicts", lower: day, upper: day.adding(seconds: 86_400)))
+        try db.connection.execute("ANALYZE verdicts")
+        let probe = VerdictsTable.Stored(jobs: [ScopedJobId(app: R.app, jobId: "j1"), ScopedJobId(app: R.app, jobId: "j2")])
+        func plan(_ connection: PGConnection) throws -> String {
+            let rows = try connection.execute("EXPLAIN " + VerdictsTable.Stored.sql, probe.parameters)
+            return (0..<rows.count).compactMap { rows.string($0, 0) }.joined(separator: "\n")
+        }
+        let unset = try plan(PGConnection(conninfo: db.url))
+        #expect(unset.contains("Seq Scan on verdicts_p20261201_000000"), "\(unset)")  // what the settings prevent
+        let lane = try plan(PGConnection(conninfo: db.url, settings: AttestStore.sessionSettings))
+        #expect(!lane.contains("Seq Scan on verdicts_p"), "\(lane)")
+        #expect(lane.contains("Index") && lane.contains("verdicts_p20261201_000000"), "\(lane)")
+    }
+}
