@@ -114,7 +114,7 @@ public final class EventPublisher: Service {
         let events = try c.execute(EventsTable.Claim(limit: settings.batchSize))
         guard !events.isEmpty else { return (0, 0) }
         let acknowledged = publish(events)
-        if !acknowledged.isEmpty { try c.execute(EventsTable.MarkPublished(acknowledged.map(\.eventId), now: clock.now())) }
+        if !acknowledged.isEmpty { _ = try c.execute(EventsTable.MarkPublished(acknowledged.map(\.eventId), now: clock.now())) }
         for event in acknowledged { published.labels([event.kind.rawValue]).increment() }
         return (events.count, acknowledged.count)
     }
