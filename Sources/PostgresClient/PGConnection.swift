@@ -22,7 +22,7 @@ public final class PGConnection: @unchecked Sendable {
     ///     `PGAPPNAME`) wins, so operators can tell instances apart without a code change.
     ///   - connectTimeoutSeconds: libpq's `connect_timeout` unless `conninfo` sets one; without it an
     ///     unreachable host blocks for the kernel's TCP timeout (minutes).
-    ///   - settings: run-time parameters set for the session (`set_config`, by name), after generic plans.
+    ///   - settings: run-time parameters set for the session (`set_config`, by name) besides generic plans.
     /// - Throws: `.invalidConnectionString` when `conninfo` does not parse (its text is not repeated: it
     ///   may hold a password); `.connectionFailed` (with `isConnectionLost`) when the server cannot be
     ///   reached or refuses the login, retriable since a restarting server refuses logins for a while.
@@ -61,8 +61,9 @@ public final class PGConnection: @unchecked Sendable {
         // worker's JSON logs; errors reach the caller through results, so notices carry nothing needed.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         self.connection = connection
-        try execute(Self.genericPlans)
-        for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
+        for (name, value) in Self.genericPlans.merging(settings, uniquingKeysWith: { _, given in given })
+            .sorted(by: { $0.key < $1.key })
+        {
             try execute("SELECT set_config($1, $2, false)", [.text(name), .text(value)])
         }
     }
@@ -72,7 +73,7 @@ public final class PGConnection: @unchecked Sendable {
     /// custom plan's cost counts the one partition it pruned to, the generic plan's all of them, so the
     /// generic one never looks cheaper, and planning cost more than executing (0.67 ms against 0.50 ms for
     /// the risk upsert under load). A generic plan prunes partitions when it executes instead.
-    static let genericPlans = "SET plan_cache_mode = force_generic_plan"
+    static let genericPlans = ["plan_cache_mode": "force_generic_plan"]
 
     deinit {
         PQfinish(connection)

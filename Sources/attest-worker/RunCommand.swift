@@ -89,9 +89,9 @@ enum RunCommand: Subcommand {
         // Transient database failures are retried for as long as they last (nothing is acknowledged
         // meanwhile): readiness says why, the log says so once per outage and every 30 s while it lasts.
         let database = metrics.database
-        let reconnecting = { @Sendable (writer: String) -> PGReconnectingConnection in
+        let reconnecting = { @Sendable (writer: String, settings: [String: String]) -> PGReconnectingConnection in
             PGReconnectingConnection(
-                conninfo: configuration.databaseURL, settings: AttestStore.sessionSettings,
+                conninfo: configuration.databaseURL, settings: settings,
                 onRetry: { error, attempt, _ in
                     let fields: [(String, JSONValue)] = [
                         ("reason", .string(error.summary)), ("error", .string(error.description)), ("writer", .string(writer)),
@@ -110,16 +110,18 @@ enum RunCommand: Subcommand {
                     logger.info("database recovered", [("retries", .int(Int64(outage.retries))), ("seconds", .int(outage.seconds))])
                 })
         }
-        let connection = reconnecting("lane-0")
+        let connection = reconnecting("lane-0", AttestStore.sessionSettings)
         let migrations = try Migrator.bundled
         // Waits for PostgreSQL (retrying, with /readyz saying why), migrates if asked, and says whether the
-        // schema is the one this build expects.
+        // schema is the one this build expects. On a session of its own at the planner's defaults: a
+        // migration that copies a whole table must be free to scan it.
+        let schemaConnection = reconnecting("schema", [:])
         let schema = ClosureService("schema", start: { _ in
             if configuration.migrateAtStart {
-                let applied = try connection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
+                let applied = try schemaConnection.run { c throws(PGError) in try Migrator.migrate(c, migrations: migrations) }
                 logger.info("migrations", [("applied", .array(applied.map(JSONValue.string)))])
             }
-            let version = try connection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
+            let version = try schemaConnection.run { c throws(PGError) in try Migrator.appliedVersion(c) }
             metrics.readiness.markReady(.postgres)
             if version >= migrations.count {
                 metrics.readiness.markReady(.migrations)
@@ -174,7 +176,7 @@ enum RunCommand: Subcommand {
                 outboundBudget: configuration.outboundBudget, replyTopics: configuration.replyTopics),
             metrics: metrics, logger: logger)]
         for lane in 1..<configuration.batchLanes {
-            let laneConnection = reconnecting("lane-\(lane)")
+            let laneConnection = reconnecting("lane-\(lane)", AttestStore.sessionSettings)
             processors.append(processors[0].sharing(store: AttestStore(connection: laneConnection)))
         }
         let base = ["bootstrap.servers": configuration.kafkaBrokers]
@@ -238,6 +240,7 @@ enum RunCommand: Subcommand {
                 logger.info("signal received; stopping", [("signal", .int(Int64(number)))])
                 group.triggerGracefulShutdown()
                 // A start still waiting for PostgreSQL gives up instead of holding the shutdown.
+                schemaConnection.cancel()
                 connection.cancel()
             }
             source.resume()

@@ -292,10 +292,12 @@ enum DatabaseFaults {
             [.text(jobId)])
     }
 
-    /// Waits until a worker session waits for a lock; false after `seconds`.
+    /// Waits until a worker session waits for a lock; false after `seconds`. `admin` may be inside a
+    /// transaction, where PostgreSQL keeps the first view of pg_stat_activity: each poll clears it.
     static func waitForWorkerLockWait(_ admin: PGConnection, seconds: Double) throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
+            try admin.execute("SELECT pg_stat_clear_snapshot()")
             let rows = try admin.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'attest-worker%' AND wait_event_type = 'Lock'")
             if rows.int(0, 0) ?? 0 > 0 { return true }
