@@ -22,7 +22,8 @@ public final class PGConnection: @unchecked Sendable {
     ///     `PGAPPNAME`) wins, so operators can tell instances apart without a code change.
     ///   - connectTimeoutSeconds: libpq's `connect_timeout` unless `conninfo` sets one; without it an
     ///     unreachable host blocks for the kernel's TCP timeout (minutes).
-    ///   - settings: run-time parameters set for the session (`set_config`, by name) besides generic plans.
+    ///   - settings: run-time parameters set for the session (`set_config`, by name), besides
+    ///     ``sessionDefaults`` or in place of one of them.
     /// - Throws: `.invalidConnectionString` when `conninfo` does not parse (its text is not repeated: it
     ///   may hold a password); `.connectionFailed` (with `isConnectionLost`) when the server cannot be
     ///   reached or refuses the login, retriable since a restarting server refuses logins for a while.
@@ -61,19 +62,26 @@ public final class PGConnection: @unchecked Sendable {
         // worker's JSON logs; errors reach the caller through results, so notices carry nothing needed.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         self.connection = connection
-        for (name, value) in Self.genericPlans.merging(settings, uniquingKeysWith: { _, given in given })
+        for (name, value) in Self.sessionDefaults.merging(settings, uniquingKeysWith: { _, given in given })
             .sorted(by: { $0.key < $1.key })
         {
             try execute("SELECT set_config($1, $2, false)", [.text(name), .text(value)])
         }
     }
 
-    /// Every statement `pipeline` runs is prepared once and executed many times. Left to choose, PostgreSQL
-    /// plans each execution afresh whenever a statement reads a partitioned table by its partition key: a
-    /// custom plan's cost counts the one partition it pruned to, the generic plan's all of them, so the
-    /// generic one never looks cheaper, and planning cost more than executing (0.67 ms against 0.50 ms for
-    /// the risk upsert under load). A generic plan prunes partitions when it executes instead.
-    static let genericPlans = ["plan_cache_mode": "force_generic_plan"]
+    /// What every session sets before its first statement (`settings` may override them). Every statement
+    /// `pipeline` runs is prepared once and executed many times:
+    /// - `plan_cache_mode`: left to choose, PostgreSQL plans each execution afresh whenever a statement reads
+    ///   a partitioned table by its partition key: a custom plan's cost counts the one partition it pruned
+    ///   to, the generic plan's all of them, so the generic one never looks cheaper, and planning cost more
+    ///   than executing (0.67 ms against 0.50 ms for the risk upsert under load). A generic plan prunes
+    ///   partitions when it executes instead.
+    /// - `jit`: JIT compiles a plan's expressions anew at every execution (the code is not kept with a
+    ///   prepared statement) once its estimated cost passes `jit_above_cost`, which a short read reaches
+    ///   when a session disables a scan type (the planner adds 10¹⁰ to a scan it must still use): the
+    ///   worker's read of the whole apps table on a batch lane was compiled each time, 68 ms per read, and
+    ///   every job of that lane waited for it.
+    static let sessionDefaults = ["jit": "off", "plan_cache_mode": "force_generic_plan"]
 
     deinit {
         PQfinish(connection)

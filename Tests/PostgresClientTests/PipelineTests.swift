@@ -149,6 +149,21 @@ struct PipelineTests {
         #expect(plans.int(0, 1) == 0)
     }
 
+    @Test("no statement is JIT-compiled, however costly the planner thinks it")
+    func noJIT() throws {
+        // Costs as low as they go: without the session's `jit = off` every statement would be compiled.
+        let cheap = ["jit_above_cost": "0", "jit_inline_above_cost": "0", "jit_optimize_above_cost": "0"]
+        func explained(_ settings: [String: String]) throws -> String {
+            let db = try PGConnection(conninfo: TestDatabase.conninfo(), settings: settings)
+            try db.execute("CREATE TEMP TABLE costly AS SELECT n FROM generate_series(1, 100) AS n")
+            return try db.execute("EXPLAIN (ANALYZE, FORMAT JSON) SELECT sum(n * 2) FROM costly").string(0, 0) ?? ""
+        }
+        #expect(!(try explained(cheap)).contains("\"JIT\""))
+        // The control, where this server can JIT at all (Debian's can): the same with JIT left on compiles.
+        let available = try TestDatabase.connect().execute("SELECT pg_jit_available()").bool(0, 0) == true
+        if available { #expect(try explained(cheap.merging(["jit": "on"]) { $1 }).contains("\"JIT\"")) }
+    }
+
     @Test("a statement whose prepare failed is not remembered; NULL and typed parameters prepare apart")
     func failedPrepareForgotten() throws {
         let db = try TestDatabase.connect()

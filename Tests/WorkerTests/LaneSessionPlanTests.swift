@@ -26,4 +26,19 @@ import Testing
         #expect(!lane.contains("Seq Scan on verdicts_p"), "\(lane)")
         #expect(lane.contains("Index") && lane.contains("verdicts_p20261201_000000"), "\(lane)")
     }
+
+    /// Without sequential scans the whole-table read of the apps (no index serves it) costs 10¹⁰, far past
+    /// `jit_above_cost`: JIT compiled it at every execution, 68 ms each, stalling the lane's batch.
+    @Test func theLaneReadOfEveryAppIsNotCompiled() throws {
+        let db = try R.Schema()
+        func explained(_ settings: [String: String]) throws -> String {
+            let connection = try PGConnection(conninfo: db.url, settings: settings)
+            return try connection.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + AppsTable.All.sql).string(0, 0) ?? ""
+        }
+        #expect(!(try explained(AttestStore.sessionSettings)).contains("\"JIT\""))
+        let available = try PGConnection(conninfo: db.url).execute("SELECT pg_jit_available()").bool(0, 0) == true
+        if available {  // what the sessions' `jit = off` prevents
+            #expect(try explained(AttestStore.sessionSettings.merging(["jit": "on"]) { $1 }).contains("\"JIT\""))
+        }
+    }
 }
