@@ -8,10 +8,12 @@ import Testing
         #expect(Base64.decode("") == [])
         #expect(Base64.decode("QQ==") == [0x41])
         #expect(Base64.decode("QQ") == [0x41])
+        #expect(Base64.decode("QUI") == [0x41, 0x42])
+        #expect(Base64.decode("QUJD") == [0x41, 0x42, 0x43])
     }
 
     @Test func rejectsEverythingElse() {
-        for text in ["Q", "QQ=", "QQ===", "Q Q=", "QQ==\n", "+_8=", "QR==", "QQ=A", "====", "é"] {
+        for text in ["Q", "QQ=", "QQ===", "Q Q=", "QQ==\n", "+_8=", "QR==", "QUJ", "QUJ=", "QQ=A", "====", "é"] {
             #expect(Base64.decode(text) == nil, "\(text)")
         }
     }

@@ -14,33 +14,40 @@ public enum Base64 {
         while end > 0, utf8[end - 1] == UInt8(ascii: "=") { end -= 1 }
         let padding = utf8.count - end
         if padding > 2 || (padding > 0 && utf8.count % 4 != 0) { return nil }
-        if end % 4 == 1 { return nil }
-        var valid = true
+        let quads = end / 4, rest = end % 4
+        if rest == 1 { return nil }
         var alphabets: UInt8 = 0
-        var accumulator: UInt32 = 0
-        var bits = 0
-        // Six bits per character, one byte out per eight: exactly end * 3 / 4 bytes.
+        var tail: UInt32 = 0
+        // Four characters to three bytes at a time, then the last two or three characters to one or two
+        // bytes: exactly end * 3 / 4 bytes.
         let out = [UInt8](unsafeUninitializedCapacity: end * 3 / 4) { buffer, count in
-            count = 0
             decodeTable.withUnsafeBufferPointer { table in
-                for c in utf8[..<end] {
-                    let entry = table[Int(c)]
+                func sextet(_ i: Int) -> UInt32 {
+                    let entry = table[Int(utf8[i])]
                     alphabets |= entry
-                    accumulator = (accumulator << 6) | UInt32(entry & 0x3f)
-                    bits += 6
-                    if bits >= 8 {
-                        bits -= 8
-                        buffer[count] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
-                        count += 1
-                    }
+                    return UInt32(entry & 0x3f)
+                }
+                for q in 0..<quads {
+                    let i = q * 4, o = q * 3
+                    let n = sextet(i) << 18 | sextet(i + 1) << 12 | sextet(i + 2) << 6 | sextet(i + 3)
+                    buffer[o] = UInt8(truncatingIfNeeded: n >> 16)
+                    buffer[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
+                    buffer[o + 2] = UInt8(truncatingIfNeeded: n)
+                }
+                let i = quads * 4, o = quads * 3
+                if rest >= 2 {
+                    tail = sextet(i) << 12 | sextet(i + 1) << 6 | (rest == 3 ? sextet(i + 2) : 0)
+                    buffer[o] = UInt8(truncatingIfNeeded: tail >> 10)
+                    if rest == 3 { buffer[o + 1] = UInt8(truncatingIfNeeded: tail >> 2) }
                 }
             }
-            // Both flags: a character that is not base64, or the two alphabets' extra characters mixed.
-            valid = alphabets & invalid != invalid
+            count = end * 3 / 4
         }
-        guard valid else { return nil }
-        // Leftover bits must be zero: "QR==" and "QQ==" must not both decode to "A".
-        if bits > 0 && accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
+        // Both flags: a character that is not base64, or the two alphabets' extra characters mixed.
+        guard alphabets & invalid != invalid else { return nil }
+        // Leftover bits must be zero: "QR==" and "QQ==" must not both decode to "A" (4 bits left after one
+        // byte from two characters, 2 after two bytes from three).
+        if rest == 2 && tail & 0x3ff != 0 || rest == 3 && tail & 0x3 != 0 { return nil }
         return out
     }
 
