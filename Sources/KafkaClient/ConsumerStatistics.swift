@@ -2,7 +2,7 @@ import AttestCore
 
 /// The offsets of a consumer's partitions as librdkafka's statistics report them (a JSON document every
 /// `statistics.interval.ms`, served by `poll`): enough for the lag a group has left to finish without a
-/// broker round trip on the scrape path.
+/// broker round trip on the scrape path, and the requests the consumer has sent (``BrokerRequests``).
 ///
 /// The document is librdkafka's own, but it is still parsed as input: bounded in size and partitions,
 /// every offset checked (a partition without a valid id or end of log is left out, a stored offset past
@@ -34,14 +34,17 @@ public struct ConsumerStatistics: Sendable, Equatable {
 
     /// By topic and partition; only partitions with a known end of log.
     public var partitions: [TopicPartition: Partition]
+    /// The requests the consumer has sent to its brokers so far.
+    public var requests: BrokerRequests
 
     /// A consumer's document is a few kilobytes per partition: anything past this is not one.
     static let maxBytes = 16 << 20
     /// Partitions read from one document, over all topics; the rest are left out.
     static let maxPartitions = 16_384
 
-    public init(partitions: [TopicPartition: Partition]) {
+    public init(partitions: [TopicPartition: Partition], requests: BrokerRequests = BrokerRequests()) {
         self.partitions = partitions
+        self.requests = requests
     }
 
     /// Parses librdkafka's statistics JSON (`topics` → name → `partitions` → id → offsets); nil when it is
@@ -62,6 +65,7 @@ public struct ConsumerStatistics: Sendable, Equatable {
             }
         }
         self.partitions = partitions
+        requests = BrokerRequests(document: document)
     }
 
     private static func offset(_ value: JSONValue?) -> Int64? {

@@ -198,6 +198,12 @@ public final class KafkaConsumer: Sendable {
         return lag
     }
 
+    /// The requests this consumer has sent to its brokers, as of its latest statistics (up to one
+    /// `statistics.interval.ms` old); nil before the first document or when the last did not parse.
+    public func requestCounts() -> BrokerRequests? {
+        state.withLock({ $0.open })?.context.statistics.withLock { $0?.requests }
+    }
+
     /// Leaves the group cleanly: `rd_kafka_consumer_close` (which runs the final revoke through the
     /// delegate, then commits stored offsets), then destroys the handle and releases the delegate.
     /// Blocks until the group is left; idempotent (a second call returns at once). Other threads may keep

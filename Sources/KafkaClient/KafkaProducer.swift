@@ -1,15 +1,18 @@
 internal import CRdKafka
+import Glibc
 import Lifecycle
 import Synchronization
 
 /// An idempotent producer whose delivery reports are served by a thread of its own.
 ///
-/// Delivery reports and client errors are requested as librdkafka events on the main queue and served by
-/// the "delivery thread" until `close`. Events rather than callbacks because `rd_kafka_flush` then waits
+/// Delivery reports, client errors and statistics (with `statistics.interval.ms`) are requested as
+/// librdkafka events on the main queue and served by the "delivery thread" until `close`. Events rather than callbacks because `rd_kafka_flush` then waits
 /// for that thread instead of serving reports itself: with callbacks, a completion could run on whichever
 /// thread happened to call `flush`.
 public final class KafkaProducer: Sendable {
     private let state: Mutex<Open?>
+    /// The requests sent so far, from the latest statistics event; shared with the delivery thread.
+    private let requests: RequestCounts
 
     private struct Open: Sendable {
         let client: RDKafkaHandle
@@ -24,13 +27,15 @@ public final class KafkaProducer: Sendable {
     public init(properties: [String: String], onError: (@Sendable (KafkaError) -> Void)? = nil) throws(KafkaError) {
         let config = try RDKafkaConfig(properties)
         try config.set("enable.idempotence", "true")
-        rd_kafka_conf_set_events(config.pointer, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR)
+        rd_kafka_conf_set_events(config.pointer, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR | RD_KAFKA_EVENT_STATS)
         let client = try RDKafkaHandle(RD_KAFKA_PRODUCER, config: config, context: nil)
         let queue = RDKafkaQueue(mainOf: client)
         let stopping = StopFlag()
+        let requests = RequestCounts()
         let thread = JoinableThread(name: "kafka-delivery") {
-            Self.serveDeliveries(queue: queue, stopping: stopping, onError: onError)
+            Self.serveDeliveries(queue: queue, stopping: stopping, requests: requests, onError: onError)
         }
+        self.requests = requests
         state = Mutex(Open(client: client, queue: queue, thread: thread, stopping: stopping))
     }
 
@@ -65,6 +70,12 @@ public final class KafkaProducer: Sendable {
                 timestampMs: timestampMs,
                 completion: DeliveryCompletion(completion))
         }
+    }
+
+    /// The requests this producer has sent to its brokers, as of its latest statistics event (up to one
+    /// `statistics.interval.ms` old); nil before the first (librdkafka's default interval, 0, sends none).
+    public func requestCounts() -> BrokerRequests? {
+        requests.latest.withLock { $0 }
     }
 
     /// Waits for outstanding deliveries (their completions have run when this returns true); false when
@@ -175,7 +186,7 @@ public final class KafkaProducer: Sendable {
     /// The delivery thread: serves the main queue until `close` sets `stopping` (and wakes the wait), then
     /// serves what is left in it (the reports of purged messages) without waiting.
     private static func serveDeliveries(
-        queue: RDKafkaQueue, stopping: StopFlag, onError: (@Sendable (KafkaError) -> Void)?
+        queue: RDKafkaQueue, stopping: StopFlag, requests: RequestCounts, onError: (@Sendable (KafkaError) -> Void)?
     ) {
         while true {
             let stopped = stopping.isSet
@@ -191,6 +202,13 @@ public final class KafkaProducer: Sendable {
             case RD_KAFKA_EVENT_ERROR:
                 let reason = String(cString: rd_kafka_event_error_string(event))
                 onError?(queue.client.error(rd_kafka_event_error(event), reason: reason))
+            case RD_KAFKA_EVENT_STATS:
+                // The JSON belongs to the event; a document that does not parse keeps the last figures.
+                guard let json = rd_kafka_event_stats(event) else { break }
+                let length = strnlen(json, ConsumerStatistics.maxBytes + 1)
+                if let counts = BrokerRequests(json: Array(UnsafeRawBufferPointer(start: json, count: length))) {
+                    requests.latest.withLock { $0 = counts }
+                }
             default:
                 break
             }
@@ -206,6 +224,11 @@ public final class KafkaProducer: Sendable {
             completion.body(.failure(client.error(message.pointee.err)))
         }
     }
+}
+
+/// The producer's latest request counts, written by the delivery thread.
+private final class RequestCounts: Sendable {
+    let latest = Mutex<BrokerRequests?>(nil)
 }
 
 /// A produce call's completion, passed to librdkafka as the message's opaque (retained until its report).

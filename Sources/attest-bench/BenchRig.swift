@@ -57,10 +57,11 @@ final class BenchRig {
             }
         }
 
-        /// The worker's ATTEST_KAFKA_PROPERTIES: the clients' settings, then the fetch wait, then
+        /// The worker's ATTEST_KAFKA_PROPERTIES: the clients' settings, then statistics as often as the
+        /// benchmark's own clients report them (``BrokerRequestTally``), the fetch wait, then
         /// `--worker-kafka-properties` (a repeated key keeps its last value, KafkaProperties.parse).
         var workerKafkaPropertiesText: String {
-            var text = kafkaProperties
+            var text = kafkaProperties + "\nstatistics.interval.ms=\(BrokerRequestTally.statisticsIntervalMs)"
             if let fetchWaitMs { text += "\nfetch.wait.max.ms=\(fetchWaitMs)" }
             if let workerKafkaProperties { text += "\n" + workerKafkaProperties }
             return text

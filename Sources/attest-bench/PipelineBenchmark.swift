@@ -48,6 +48,11 @@ struct PipelineBenchmark: Subcommand {
                       process can be); the same three CPU figures per job of the latency phase (smaller
                       batches: more of each batch's fixed cost per job); the WAL bytes written; and over every phase, rows inserted, updated
                       and deleted in the user tables.
+          requests    over the latency phase, per job: the requests each client sent the broker, by
+                      request (this process's job producer and verdict reader from their librdkafka
+                      statistics, the worker's consumer and producer from its attest_kafka_requests_total;
+                      every client reports each second, so the closing reading waits a second after the
+                      last verdict), and the broker's CPU per request.
         --fetch-wait-ms W sets fetch.wait.max.ms of the worker's and the verdict reader's consumers (the
         reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it).
         --worker-log PATH keeps the worker's log (its stderr: JSON lines at --worker-log-level L, warning
@@ -73,7 +78,8 @@ struct PipelineBenchmark: Subcommand {
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "producingP50Ms", "producingP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
         "benchCpuMsPerJob", "verificationShareOfCpu", "latencyPhaseCpuMsPerJob": {"worker",
-        "postgres", "broker"}, "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
+        "postgres", "broker"}, "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
+        "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
         "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
         off); jobs is the throughput phase's count, lost and duplicates cover
         both phases; a CPU figure is null when its PID was not given or the process restarted.
@@ -130,6 +136,8 @@ struct PipelineBenchmark: Subcommand {
         /// The latency phase's cost: its batches are smaller than the throughput phase's, so each job
         /// carries more of a batch's fixed costs.
         var latencyCost: PhaseCost
+        /// The requests every client sent the broker over the latency phase (and the second after it).
+        var latencyRequests: BrokerRequestTally
         var rowsWritten: Int64
         var allJobs: Int
         var lost: Int
@@ -167,6 +175,14 @@ struct PipelineBenchmark: Subcommand {
                     ("worker", perJob(latencyCost.workerSeconds, latencyJobs)), ("postgres", perJob(latencyCost.postgresSeconds, latencyJobs)),
                     ("broker", perJob(latencyCost.brokerSeconds, latencyJobs)),
                 ])),
+                ("latencyRequestsPerJob", .object(latencyRequests.clients.sorted { $0.key < $1.key }.map { client, requests in
+                    (client, .object(requests.counts.sorted { $0.key < $1.key }.map { name, count in
+                        (name, .double((Double(count) / Double(max(1, latencyJobs)) * 1000).rounded() / 1000))
+                    }))
+                })),
+                ("brokerCpuMsPerRequest", latencyCost.brokerSeconds.map {
+                    .double(($0 * 1000 / Double(max(1, latencyRequests.total)) * 1000).rounded() / 1000)
+                } ?? .null),
                 ("walBytesPerJob", .int(Int64((Double(cost.walBytes) / Double(max(1, jobs))).rounded()))),
                 ("rowsPerJob", .double((Double(rowsWritten) / Double(max(1, allJobs)) * 100).rounded() / 100)),
             ]
@@ -217,7 +233,7 @@ struct PipelineBenchmark: Subcommand {
             func row(_ name: String, _ value: String) -> String {
                 name.padding(toLength: 44, withPad: " ", startingAt: 0) + value
             }
-            return [
+            let phases: [String] = [
                 "\(jobs) jobs over \(devices) devices (10% attestations, 5% invalid), \(threads) threads, "
                     + "PostgreSQL \(durability)",
                 row("end to end, sustained", String(format: "%8.0f jobs/s", jobsPerSec)),
@@ -246,6 +262,15 @@ struct PipelineBenchmark: Subcommand {
                 row("CPU, latency phase: worker", cpuText(latencyCost.workerSeconds, latencyJobs)),
                 row("  PostgreSQL", cpuText(latencyCost.postgresSeconds, latencyJobs)),
                 row("  broker", cpuText(latencyCost.brokerSeconds, latencyJobs)),
+                row("broker requests, latency phase", String(format: "%8.2f per job", Double(latencyRequests.total) / Double(max(1, latencyJobs)))),
+            ]
+            let requests: [String] = latencyRequests.rows.prefix(6).map { entry in
+                row("  \(entry.client) \(entry.request)", String(format: "%8.2f per job", Double(entry.count) / Double(max(1, latencyJobs))))
+            }
+            let rest: [String] = [
+                row("  broker CPU per request", latencyCost.brokerSeconds.map {
+                    String(format: "%8.3f ms", $0 * 1000 / Double(max(1, latencyRequests.total)))
+                } ?? "       —"),
                 row("WAL", String(format: "%8.0f bytes/job", Double(cost.walBytes) / Double(max(1, jobs)))),
                 row("rows inserted/updated/deleted (all phases)", String(format: "%8.2f rows/job", Double(rowsWritten) / Double(max(1, allJobs)))),
                 row("receipt refresh", receiptRefresh?.text ?? "off"),
@@ -257,7 +282,8 @@ struct PipelineBenchmark: Subcommand {
                 row("decided twice", "\(duplicates)"),
                 row("identical verdicts republished", "\(copies)"),
                 row("verdicts against expectation", "\(unexpected)"),
-            ].joined(separator: "\n")
+            ]
+            return (phases + requests + rest).joined(separator: "\n")
         }
     }
 
@@ -325,12 +351,16 @@ struct PipelineBenchmark: Subcommand {
         let rate = options.rate ?? jobsPerSec / 2
         let paced = try mint(max(1, Int((rate * options.latencySeconds).rounded(.up)) / 10), "l")
         Self.note(String(format: "latency: producing %d jobs at %.0f jobs/s", paced.jobs.count, rate))
-        let scraped = try StageHistogram(exposition: WorkerScrape.metrics(port: live.opsPort))
+        let opening = try WorkerScrape.metrics(port: live.opsPort)
+        let requestsBefore = pipeline.requests(workerExposition: opening)
         let latencyBefore = try PhaseCost.Reading.now(processes, connection: rig.connection)
         let (latencies, stages) = try pipeline.producePaced(paced, rate: rate)
         let latencyCost = try PhaseCost.since(latencyBefore, processes, connection: rig.connection)
+        // Every client's next statistics postdate the phase (no job is in flight meanwhile).
+        Thread.sleep(forTimeInterval: Double(BrokerRequestTally.statisticsIntervalMs) * 1.2 / 1000)
         let exposition = try WorkerScrape.metrics(port: live.opsPort)
-        let workerStages = StageHistogram(exposition: exposition).since(scraped)
+        let workerStages = StageHistogram(exposition: exposition).since(StageHistogram(exposition: opening))
+        let latencyRequests = pipeline.requests(workerExposition: exposition).since(requestsBefore)
         let refreshes = endpoint.map { _ in ReceiptRefreshBench.refreshes(exposition: exposition) }
         let inFlight = try endpoint.map { _ in
             Int(try rig.connection.run { c throws(PGError) in try c.execute(ReceiptRefreshBench.InFlight()) }.leased)
@@ -349,7 +379,8 @@ struct PipelineBenchmark: Subcommand {
             jobsPerSec: jobsPerSec,
             coreJobsPerSec: Double(firstHalf.jobs + secondHalf.jobs) / (firstHalf.seconds + secondHalf.seconds),
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
-            p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, latencyCost: latencyCost, rowsWritten: rowsAfter.total &- rowsBefore.total,
+            p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, latencyCost: latencyCost,
+            latencyRequests: latencyRequests, rowsWritten: rowsAfter.total &- rowsBefore.total,
             allJobs: warmUp.jobs.count + stream.jobs.count + paced.jobs.count, lost: check.lost, duplicates: check.duplicates, copies: check.copies,
             unexpected: check.unexpected, receiptRefresh: options.receiptRefresh, refreshes: refreshes, refreshesInFlight: inFlight)
     }
@@ -359,6 +390,11 @@ struct PipelineBenchmark: Subcommand {
         let producer: JobProducer
         let verdicts: VerdictCollector
         let worker: WorkerProcess
+
+        /// What the benchmark's clients and the worker (from its /metrics `exposition`) have sent the broker.
+        func requests(workerExposition exposition: String) -> BrokerRequestTally {
+            BrokerRequestTally(producer: producer.requests, reader: verdicts.requests, workerExposition: exposition)
+        }
 
         /// Produces every job as fast as the client takes them and waits for their verdicts; returns
         /// jobs / (last verdict − first produce) in jobs per second.

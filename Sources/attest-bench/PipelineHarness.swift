@@ -16,9 +16,14 @@ final class JobProducer: Sendable {
     /// (librdkafka's default is 5): a backend waiting for its verdict does not hold its job back, and the
     /// worker's broker stage, which starts at the job's create time, is mostly the broker's.
     init(properties: [String: String], topic: String) throws {
-        producer = try KafkaProducer(properties: ["linger.ms": "1"].merging(properties) { _, b in b })
+        producer = try KafkaProducer(properties: [
+            "linger.ms": "1", "statistics.interval.ms": "\(BrokerRequestTally.statisticsIntervalMs)",
+        ].merging(properties) { _, b in b })
         self.topic = topic
     }
+
+    /// The requests the producer has sent to the broker, as of its latest statistics.
+    var requests: BrokerRequests? { producer.requestCounts() }
 
     /// Queues one job, waiting while librdkafka's local queue is full; `acknowledged` gets the wall clock
     /// (ms) of its delivery report, on librdkafka's thread, when the broker took it.
@@ -88,11 +93,15 @@ final class VerdictCollector: Sendable {
         properties["auto.offset.reset"] = "earliest"
         properties["enable.auto.commit"] = "false"
         properties["fetch.wait.max.ms"] = "\(fetchWaitMs)"
+        properties["statistics.interval.ms"] = properties["statistics.interval.ms"] ?? "\(BrokerRequestTally.statisticsIntervalMs)"
         consumer = try KafkaConsumer(properties: properties, topics: [topic], delegate: nil)
         let thread = Thread { [self] in pollLoop() }
         thread.name = "bench-verdicts"
         thread.start()
     }
+
+    /// The requests the reader has sent to the broker, as of its latest statistics.
+    var requests: BrokerRequests? { consumer.requestCounts() }
 
     private func pollLoop() {
         while !stopping.load(ordering: .relaxed) {

@@ -186,12 +186,16 @@ enum RunCommand: Subcommand {
             // librdkafka's prefetch, which holds what arrives while the buffer is full (64 MB by default), and
             // one fetch's worth, which librdkafka bounds by the prefetch anyway: 16 MB beside ATTEST_MAX_BUFFERED_BYTES.
             "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
-            // The offsets attest_consumer_lag_messages is computed from, refreshed this often (milliseconds).
+            // The offsets attest_consumer_lag_messages is computed from and the requests sent
+            // (attest_kafka_requests_total), refreshed this often (milliseconds).
             "statistics.interval.ms": "5000",
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
         // A lane hands its batch's verdicts over at once: 1 ms lets them leave as one request, and a lone
         // verdict waits no longer (docs/SCALING.md: 0, one request per verdict, was no better at half load).
-        let producerProperties = base.merging(["linger.ms": "1", "client.id": "attest-worker", "acks": "all"]) { a, _ in a }
+        // Statistics as the consumer's: the requests sent (attest_kafka_requests_total).
+        let producerProperties = base.merging([
+            "linger.ms": "1", "client.id": "attest-worker", "acks": "all", "statistics.interval.ms": "5000",
+        ]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }
         let service = try WorkerService(
             settings: WorkerService.Settings(

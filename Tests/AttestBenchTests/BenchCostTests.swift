@@ -1,4 +1,5 @@
 import Foundation
+import KafkaClient
 import Testing
 
 @testable import attest_bench
@@ -138,5 +139,32 @@ import Testing
         let after = StageHistogram(exposition: Self.exposition(broker: [1, 1, 1]))
         #expect(after.since(before).stages["broker"]!.map(\.count) == [0, 0, 0])
         #expect(after.since(before).quantileMs("broker", 0.5) == nil)
+    }
+}
+
+/// The requests of a run's clients, from the benchmark's own clients and the worker's /metrics.
+@Suite struct BrokerRequestTallyTests {
+    @Test func theWorkersCountsComeFromItsMetricsBesideTheBenchmarksClients() {
+        let exposition = """
+            # TYPE attest_kafka_requests_total counter
+            attest_kafka_requests_total{client="consumer",request="Fetch"} 120
+            attest_kafka_requests_total{client="producer",request="Produce"} 9
+            attest_kafka_requests_total{client="producer",request="Produce"} not a number
+            attest_kafka_requests_total{request="Fetch"} 5
+            attest_kafka_requests_totalish{client="consumer",request="Fetch"} 5
+            """
+        let tally = BrokerRequestTally(
+            producer: BrokerRequests(counts: ["Produce": 500]), reader: nil, workerExposition: exposition)
+        #expect(tally.clients == [
+            "bench producer": BrokerRequests(counts: ["Produce": 500]), "bench reader": BrokerRequests(),
+            "worker consumer": BrokerRequests(counts: ["Fetch": 120]), "worker producer": BrokerRequests(counts: ["Produce": 9]),
+        ])
+        #expect(tally.total == 629)
+        let later = BrokerRequestTally(
+            producer: BrokerRequests(counts: ["Produce": 800]), reader: BrokerRequests(counts: ["Fetch": 40]),
+            workerExposition: exposition.replacingOccurrences(of: "} 120", with: "} 200"))
+        let phase = later.since(tally)
+        #expect(phase.total == 300 + 40 + 80)
+        #expect(phase.rows.map(\.client) == ["bench producer", "worker consumer", "bench reader"])
     }
 }

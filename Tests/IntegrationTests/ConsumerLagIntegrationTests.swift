@@ -4,8 +4,8 @@ import PostgresClient
 import Testing
 
 extension LiveStack {
-    /// The volume metrics of a real worker: the consumer lag per partition and the database time per batch,
-    /// and that every metric the alert rules name is one the worker exports.
+    /// The volume metrics of a real worker: the consumer lag per partition, the database time per batch and
+    /// the clients' requests to the broker, and that every metric the alert rules name is one the worker exports.
     @Suite struct ConsumerLagIntegrationTests {
         @Test func jobsPublishedWhileTheWorkerWasStoppedAreLagUntilFinishedThenZero() throws {
             let topics = try Stack.topics("lag", partitions: 3)
@@ -50,6 +50,17 @@ extension LiveStack {
             #expect(count >= 1 && count == batches)
             #expect(sum >= held, "database time \(sum) s, lock held \(held) s after the lag showed")
             #expect(sum <= batchSum, "database time \(sum) s is part of the batches' \(batchSum) s")
+
+            // Both clients' requests to the broker, from their statistics: the consumer's fetches, and the
+            // producer's produce requests, which carried the verdicts.
+            let deadline = Date().addingTimeInterval(10)
+            var requests: [String: Double] = [:]
+            while Date() < deadline && !(requests["consumer Fetch", default: 0] > 0 && requests["producer Produce", default: 0] > 0) {
+                requests = try worker.requests()
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            #expect(requests["consumer Fetch", default: 0] > 0 && requests["producer Produce", default: 0] > 0, "\(requests)")
+            #expect(requests["consumer Produce"] == nil && requests["producer Fetch"] == nil, "\(requests)")
         }
 
         @Test func everyMetricTheAlertRulesNameIsOneTheWorkerExports() throws {
@@ -82,6 +93,15 @@ extension WorkerProcess {
             lag[sample.labels["partition"] ?? ""] = Int(sample.value)
         }
         return lag
+    }
+
+    /// `attest_kafka_requests_total` on /metrics, by "client request".
+    func requests() throws -> [String: Double] {
+        var requests: [String: Double] = [:]
+        for sample in try prometheusSamples(try get("/metrics").body) where sample.name == "attest_kafka_requests_total" {
+            requests["\(sample.labels["client"] ?? "") \(sample.labels["request"] ?? "")"] = sample.value
+        }
+        return requests
     }
 
     /// Polls the lag until all `partitions` report it and their sum satisfies `done`; the last sum seen.

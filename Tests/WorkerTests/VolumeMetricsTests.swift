@@ -45,3 +45,29 @@ struct VolumeMetricsTests {
         #expect(text.contains(#"attest_batch_database_seconds_bucket{le="0.5"} 0"#))
     }
 }
+
+@Suite("Volume metrics: requests to the brokers")
+struct KafkaRequestMetricsTests {
+    private func requestLines(_ metrics: WorkerMetrics) -> Set<String> {
+        Set(metrics.registry.render().split(separator: "\n").map(String.init).filter { $0.hasPrefix("attest_kafka_requests_total{") })
+    }
+
+    @Test("each client's cumulative counts become the counter by difference; a client's new life counts from zero")
+    func requestsFollowTheClientsCounts() {
+        let metrics = WorkerMetrics()
+        metrics.recordRequests(client: "consumer", BrokerRequests(counts: ["Fetch": 100, "Heartbeat": 3]))
+        metrics.recordRequests(client: "producer", BrokerRequests(counts: ["Produce": 7]))
+        metrics.recordRequests(client: "consumer", BrokerRequests(counts: ["Fetch": 150, "Heartbeat": 3, "OffsetCommit": 1]))
+        #expect(requestLines(metrics) == [
+            #"attest_kafka_requests_total{client="consumer",request="Fetch"} 150"#,
+            #"attest_kafka_requests_total{client="consumer",request="Heartbeat"} 3"#,
+            #"attest_kafka_requests_total{client="consumer",request="OffsetCommit"} 1"#,
+            #"attest_kafka_requests_total{client="producer",request="Produce"} 7"#,
+        ])
+        // The same figures again add nothing; lower ones are a new client's, counted from zero.
+        metrics.recordRequests(client: "producer", BrokerRequests(counts: ["Produce": 7]))
+        metrics.recordRequests(client: "consumer", BrokerRequests(counts: ["Fetch": 20]))
+        #expect(requestLines(metrics).contains(#"attest_kafka_requests_total{client="consumer",request="Fetch"} 170"#))
+        #expect(requestLines(metrics).contains(#"attest_kafka_requests_total{client="producer",request="Produce"} 7"#))
+    }
+}

@@ -32,6 +32,9 @@ public final class WorkerMetrics: Sendable {
     let issuerCache: Counter
     let quotaThresholds: Counter
     private let lastCacheCounts = Mutex<[String: Int]>([:])
+    let kafkaRequests: Counter
+    /// The cumulative counts `kafkaRequests` was last brought to, per client.
+    private let lastRequests = Mutex<[String: BrokerRequests]>([:])
 
     public init() {
         consumed = registry.counter("attest_jobs_consumed_total", help: "Messages consumed from the job topics.", labelNames: ["topic"])
@@ -92,6 +95,11 @@ public final class WorkerMetrics: Sendable {
             "attest_consumer_lag_messages",
             help: "Messages of an assigned partition not yet finished: its high watermark minus the offset stored for the next commit.",
             labelNames: ["topic", "partition"], maxSeries: 4096)
+        // Bounded by the clients (2) × librdkafka's request names (about seventy).
+        kafkaRequests = registry.counter(
+            "attest_kafka_requests_total",
+            help: "Requests the worker's Kafka clients sent to the brokers, by client (consumer, producer) and request (Fetch, Produce, …).",
+            labelNames: ["client", "request"], maxSeries: 512)
         issuerCache = registry.counter(
             "attest_issuer_cache_lookups_total", help: "Verified-issuer cache lookups (intermediates, receipt signers).",
             labelNames: ["cache", "result"])
@@ -136,5 +144,15 @@ public final class WorkerMetrics: Sendable {
         }
         issuerCache.labels([name, "hit"]).increment(by: Double(deltas.0))
         issuerCache.labels([name, "miss"]).increment(by: Double(deltas.1))
+    }
+
+    /// Brings `attest_kafka_requests_total` of `client` up to its cumulative counts (librdkafka's
+    /// statistics), by difference, at scrape time.
+    public func recordRequests(client: String, _ counts: BrokerRequests) {
+        let sent = lastRequests.withLock { last in
+            defer { last[client] = counts }
+            return counts.since(last[client] ?? BrokerRequests())
+        }
+        for (request, count) in sent.counts { kafkaRequests.labels([client, request]).increment(by: Double(count)) }
     }
 }

@@ -133,6 +133,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             metrics.inFlight.set(Double(inFlight))
             // Unknown (no statistics yet, or a document that did not parse): the last figures stay.
             if let lag = consumer.storedLag() { metrics.recordLag(lag) }
+            if let sent = consumer.requestCounts() { metrics.recordRequests(client: "consumer", sent) }
+            if let sent = self.producer.requestCounts() { metrics.recordRequests(client: "producer", sent) }
         }
     }
 
