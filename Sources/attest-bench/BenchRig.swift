@@ -20,6 +20,9 @@ final class BenchRig {
         /// `fetch.wait.max.ms` of the worker's and the verdict reader's consumers (`--fetch-wait-ms`): the
         /// test broker does not wake a waiting fetch, so its fetch wait is latency a real Kafka does not add.
         var fetchWaitMs: Int?
+        /// `linger.ms` of the benchmark's job producer (`--producer-linger-ms`; 1 otherwise, ``JobProducer``):
+        /// the backends' side, whose requests the test broker serves on the same cores.
+        var producerLingerMs: Int?
         var topicPrefix: String?
         /// Where the worker's log (its stderr: JSON lines and librdkafka's own) is copied when the rig
         /// closes (`--worker-log`); nil: deleted with the run's folder. A stall is found after the fact.
@@ -47,6 +50,7 @@ final class BenchRig {
             if let threads = try args.integer("threads", min: 1) { self.threads = threads }
             batchSize = try args.integer("batch-size", min: 1)
             fetchWaitMs = try args.integer("fetch-wait-ms", min: 0)
+            producerLingerMs = try args.integer("producer-linger-ms", min: 0)
             topicPrefix = try args.option("topics")
             workerLog = try args.option("worker-log")
             if let level = try args.option("worker-log-level") { workerLogLevel = level }
@@ -137,7 +141,9 @@ final class BenchRig {
         let live = Live(
             verdicts: try VerdictCollector(
                 properties: clientProperties, topic: topics.verdicts, fetchWaitMs: options.fetchWaitMs ?? 10),
-            producer: try JobProducer(properties: producerProperties, topic: topics.jobs),
+            producer: try JobProducer(
+                properties: producerProperties.merging(options.producerLingerMs.map { ["linger.ms": "\($0)"] } ?? [:]) { _, b in b },
+                topic: topics.jobs),
             worker: try WorkerProcess(
                 binary: options.worker, environment: workerEnvironment(topics: topics, opsPort: opsPort)
                     .merging(extraEnvironment) { _, extra in extra },

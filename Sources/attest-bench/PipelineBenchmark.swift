@@ -18,6 +18,7 @@ struct PipelineBenchmark: Subcommand {
         usage: attest-bench pipeline [--json] [--devices N] [--latency-seconds S] [--threads T]
                                      [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
                                      [--database-url URL] [--worker PATH] [--rate R] [--fetch-wait-ms W]
+                                     [--producer-linger-ms L]
                                      [--postgres-pid PID] [--broker-pid PID]
                                      [--receipt-refresh-delay-seconds S | --receipt-refresh-dead]
                                      [--worker-log PATH] [--worker-log-level L] [--worker-kafka-properties P]
@@ -54,7 +55,8 @@ struct PipelineBenchmark: Subcommand {
                       every client reports each second, so the closing reading waits a second after the
                       last verdict), and the broker's CPU per request.
         --fetch-wait-ms W sets fetch.wait.max.ms of the worker's and the verdict reader's consumers (the
-        reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it).
+        reader's is 10 ms otherwise, the worker's as ATTEST_KAFKA_PROPERTIES has it). --producer-linger-ms L
+        sets linger.ms of the job producer (1 otherwise; librdkafka's default is 5), the backends' side.
         --worker-log PATH keeps the worker's log (its stderr: JSON lines at --worker-log-level L, warning
         by default, and librdkafka's own lines) at PATH when the run ends; --worker-kafka-properties P is
         appended to the worker's ATTEST_KAFKA_PROPERTIES only (e.g. debug=fetch: librdkafka logs every

@@ -26,15 +26,27 @@ import Testing
     @Test func withoutThemTheWorkerGetsTheClientsSettingsAndTheFetchWait() throws {
         var options = try Self.options(["--fetch-wait-ms", "5"])
         options.kafkaProperties = "fetch.wait.max.ms=100"
-        #expect(try KafkaProperties.parse(options.workerKafkaPropertiesText) == ["fetch.wait.max.ms": "5"])
+        #expect(try KafkaProperties.parse(options.workerKafkaPropertiesText) == [
+            "fetch.wait.max.ms": "5", "statistics.interval.ms": "\(BrokerRequestTally.statisticsIntervalMs)",
+        ])
+        #expect(options.producerLingerMs == nil)
         #expect(options.workerLog == nil)
         #expect(options.workerLogLevel == "warning")
     }
 
     @Test func logPathAndLevel() throws {
-        let options = try Self.options(["--worker-log", "/tmp/worker.log", "--worker-log-level", "debug"])
+        var options = try Self.options(["--worker-log", "/tmp/worker.log", "--worker-log-level", "debug"])
+        options.kafkaProperties = "session.timeout.ms=6000"
         #expect(options.workerLog == "/tmp/worker.log")
         #expect(options.workerLogLevel == "debug")
-        #expect(options.workerKafkaPropertiesText == options.kafkaProperties)
+        // The worker reports its requests as often as the benchmark's own clients do.
+        #expect(try KafkaProperties.parse(options.workerKafkaPropertiesText) == [
+            "session.timeout.ms": "6000", "statistics.interval.ms": "\(BrokerRequestTally.statisticsIntervalMs)",
+        ])
+    }
+
+    @Test func theJobProducersLinger() throws {
+        #expect(try Self.options(["--producer-linger-ms", "5"]).producerLingerMs == 5)
+        #expect(throws: Arguments.UsageError.self) { try Self.options(["--producer-linger-ms", "-1"]) }
     }
 }
