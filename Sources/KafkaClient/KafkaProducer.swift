@@ -6,9 +6,9 @@ import Synchronization
 /// An idempotent producer whose delivery reports are served by a thread of its own.
 ///
 /// Delivery reports, client errors and statistics (with `statistics.interval.ms`) are requested as
-/// librdkafka events on the main queue and served by the "delivery thread" until `close`. Events rather than callbacks because `rd_kafka_flush` then waits
-/// for that thread instead of serving reports itself: with callbacks, a completion could run on whichever
-/// thread happened to call `flush`.
+/// librdkafka events on the main queue and served by the "delivery thread" until `close`. Events rather
+/// than callbacks because `rd_kafka_flush` then waits for that thread instead of serving reports itself:
+/// with callbacks, a completion could run on whichever thread happened to call `flush`.
 public final class KafkaProducer: Sendable {
     private let state: Mutex<Open?>
     /// The requests sent so far, from the latest statistics event; shared with the delivery thread.

@@ -39,7 +39,13 @@ struct BrokerRequestTally {
         return BrokerRequestTally(clients: sent)
     }
 
-    var total: Int64 { clients.values.reduce(0) { $0 + $1.total } }
+    /// All clients' requests (saturating: the counts are the clients' word).
+    var total: Int64 {
+        clients.values.reduce(0) { sum, requests in
+            let (next, overflow) = sum.addingReportingOverflow(requests.total)
+            return overflow ? .max : next
+        }
+    }
 
     /// Each client's requests by name, largest first.
     var rows: [(client: String, request: String, count: Int64)] {
