@@ -1,5 +1,9 @@
 /// Lowercase hex, for digests in logs, fingerprints and test expectations.
 public enum Hex {
+    /// Inlinable, so a caller in another module gets a copy specialized to its collection: the generic one
+    /// reaches every byte through the protocol's witnesses, and the worker encodes a keyId for each job's
+    /// device identity.
+    @inlinable
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
         String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             var i = 0
@@ -12,7 +16,7 @@ public enum Hex {
         }
     }
 
-    private static let digits = Array("0123456789abcdef".utf8)
+    @usableFromInline static let digits = Array("0123456789abcdef".utf8)
 
     /// Decodes an even-length hex string (either case), or nil.
     public static func decode(_ text: String) -> [UInt8]? {
