@@ -20,12 +20,9 @@ struct BrokerRequestTally {
     /// /metrics); a client with no statistics yet counts nothing.
     init(producer: BrokerRequests?, reader: BrokerRequests?, workerExposition exposition: String) {
         var clients = ["bench producer": producer ?? BrokerRequests(), "bench reader": reader ?? BrokerRequests()]
-        let prefix = Self.metric + "{"
-        for line in exposition.split(separator: "\n") where line.hasPrefix(prefix) {
-            guard let close = line.lastIndex(of: "}") else { continue }
-            let labels = line[line.index(line.startIndex, offsetBy: prefix.count)..<close]
-            guard let client = StageHistogram.label("client", in: labels), let request = StageHistogram.label("request", in: labels),
-                let value = Double(line[line.index(after: close)...].trimmingPrefix(" ")), value >= 0, value < 9e18
+        for sample in Exposition.samples(of: Self.metric, in: exposition) {
+            guard let client = Exposition.label("client", in: sample.labels), let request = Exposition.label("request", in: sample.labels),
+                let value = sample.count(below: 9e18)
             else { continue }
             clients["worker " + client, default: BrokerRequests()].counts[request] = Int64(value)
         }

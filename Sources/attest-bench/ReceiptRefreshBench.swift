@@ -118,13 +118,9 @@ enum ReceiptRefreshBench {
     /// `attest_receipt_refreshes_total` of a Prometheus text exposition, by outcome; lines that do not
     /// parse are skipped.
     static func refreshes(exposition: String) -> [String: Int] {
-        let prefix = "attest_receipt_refreshes_total{"
         var counts = [String: Int]()
-        for line in exposition.split(separator: "\n") where line.hasPrefix(prefix) {
-            guard let close = line.lastIndex(of: "}"),
-                let outcome = StageHistogram.label("outcome", in: line[line.index(line.startIndex, offsetBy: prefix.count)..<close]),
-                let value = Double(line[line.index(after: close)...].trimmingPrefix(" ")), value >= 0, value < 1e15
-            else { continue }
+        for sample in Exposition.samples(of: "attest_receipt_refreshes_total", in: exposition) {
+            guard let outcome = Exposition.label("outcome", in: sample.labels), let value = sample.count(below: 1e15) else { continue }
             counts[outcome, default: 0] += Int(value)
         }
         return counts

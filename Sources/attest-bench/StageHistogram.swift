@@ -11,28 +11,15 @@ struct StageHistogram {
     /// The stage buckets of a Prometheus text exposition; other lines, and bucket lines that do not parse,
     /// are skipped (the worker writes the labels as `stage="…",le="…"`).
     init(exposition: String) {
-        let prefix = Self.metric + "_bucket{"
-        for line in exposition.split(separator: "\n") where line.hasPrefix(prefix) {
-            guard let close = line.lastIndex(of: "}") else { continue }
-            let labels = line[line.index(line.startIndex, offsetBy: prefix.count)..<close]
-            guard let stage = Self.label("stage", in: labels), let le = Self.label("le", in: labels),
-                let bound = le == "+Inf" ? Double.infinity : Double(le),
-                let count = UInt64(line[line.index(after: close)...].trimmingPrefix(" "))
+        for sample in Exposition.samples(of: Self.metric + "_bucket", in: exposition) {
+            guard let stage = Exposition.label("stage", in: sample.labels), let le = Exposition.label("le", in: sample.labels),
+                let bound = le == "+Inf" ? Double.infinity : Double(le), let count = UInt64(sample.value)
             else { continue }
             stages[stage, default: []].append((bound, count))
         }
     }
 
     private init(stages: [String: [(bound: Double, count: UInt64)]]) { self.stages = stages }
-
-    static func label(_ name: String, in labels: Substring) -> String? {
-        for pair in labels.split(separator: ",") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0] == name, parts[1].count >= 2, parts[1].first == "\"", parts[1].last == "\"" else { continue }
-            return String(parts[1].dropFirst().dropLast())
-        }
-        return nil
-    }
 
     /// What was observed between `before` and this scrape, per stage (a stage absent before counts from zero;
     /// a counter that went down, a restarted worker, counts nothing).

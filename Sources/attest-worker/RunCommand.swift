@@ -180,21 +180,21 @@ enum RunCommand: Subcommand {
             processors.append(processors[0].sharing(store: AttestStore(connection: laneConnection)))
         }
         let base = ["bootstrap.servers": configuration.kafkaBrokers]
+        // How often both clients' statistics refresh (milliseconds): the offsets attest_consumer_lag_messages
+        // is computed from and the requests sent (attest_kafka_requests_total).
+        let statisticsIntervalMs = "5000"
         let consumerProperties = base.merging([
             "group.id": configuration.consumerGroup, "auto.offset.reset": "earliest", "enable.auto.commit": "true",
             "auto.commit.interval.ms": "1000", "client.id": "attest-worker",
             // librdkafka's prefetch, which holds what arrives while the buffer is full (64 MB by default), and
             // one fetch's worth, which librdkafka bounds by the prefetch anyway: 16 MB beside ATTEST_MAX_BUFFERED_BYTES.
             "queued.max.messages.kbytes": "16384", "fetch.max.bytes": "16777216",
-            // The offsets attest_consumer_lag_messages is computed from and the requests sent
-            // (attest_kafka_requests_total), refreshed this often (milliseconds).
-            "statistics.interval.ms": "5000",
+            "statistics.interval.ms": statisticsIntervalMs,
         ]) { a, _ in a }.merging(configuration.kafkaProperties) { _, b in b }
         // A lane hands its batch's verdicts over at once: 1 ms lets them leave as one request, and a lone
         // verdict waits no longer (docs/SCALING.md: 0, one request per verdict, was no better at half load).
-        // Statistics as the consumer's: the requests sent (attest_kafka_requests_total).
         let producerProperties = base.merging([
-            "linger.ms": "1", "client.id": "attest-worker", "acks": "all", "statistics.interval.ms": "5000",
+            "linger.ms": "1", "client.id": "attest-worker", "acks": "all", "statistics.interval.ms": statisticsIntervalMs,
         ]) { a, _ in a }
             .merging(configuration.kafkaProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }) { _, b in b }
         let service = try WorkerService(
