@@ -31,6 +31,9 @@ public final class ServiceGroup: @unchecked Sendable {
     private let condition = NSCondition()
     private var shutdownRequested = false
     private var failure: ServiceGroupError?
+    /// Set by the first failure before its event is sent; `failure` is set after, so `run()` cannot wake
+    /// for a failure, stop everything and return before the failure's event was sent.
+    private var failureClaimed = false
     private var running = false
     /// The component being stopped, for the timeout's error; nil once every stop has returned.
     private var stopping: String?
@@ -116,14 +119,19 @@ public final class ServiceGroup: @unchecked Sendable {
         return shutdownRequested || failure != nil
     }
 
-    /// Records the first failure, which ends the group.
+    /// Records the first failure, which ends the group. Its event is sent before the failure is made
+    /// visible, so the log reads the failure before the stops it causes.
     private func fail(_ name: String, _ error: any Error) {
         condition.lock()
-        let first = failure == nil
-        if first { failure = .failed(service: name, error: error) }
+        let first = !failureClaimed
+        failureClaimed = true
+        condition.unlock()
+        guard first else { return }
+        events(.failed(name, error))
+        condition.lock()
+        failure = .failed(service: name, error: error)
         condition.broadcast()
         condition.unlock()
-        if first { events(.failed(name, error)) }
     }
 }
 

@@ -145,6 +145,22 @@ struct ServiceGroupTests {
         #expect(error as? RunFailure == RunFailure(name: "b"))
     }
 
+    @Test("the failure's event is sent before anything is stopped, however slow the event's handler")
+    func failureEventComesBeforeTheStops() throws {
+        let journal = Journal()
+        let b = FakeService("b", journal)
+        let group = ServiceGroup([FakeService("a", journal), b], shutdownTimeout: .seconds(10)) { event in
+            guard case .failed(let name, _) = event else { return }
+            Thread.sleep(forTimeInterval: 0.2)
+            journal.record("failed \(name)")
+        }
+        let run = GroupRun(group)
+        #expect(eventually { journal.all.count == 2 })
+        b.failed?(RunFailure(name: "b"))
+        _ = try #require(run.wait())
+        #expect(journal.all == ["start a", "start b", "failed b", "stop b", "stopped b", "stop a", "stopped a"])
+    }
+
     @Test("a failure after another is not the group's failure, and no component is stopped twice")
     func onlyTheFirstFailureCounts() throws {
         let journal = Journal()
