@@ -24,11 +24,14 @@ import Testing
         let (mine, theirs) = (Readiness.Conditions(), Readiness.Conditions())
         for conditions in [mine, theirs] { for c in Readiness.Condition.allCases { conditions.markReady(c) } }
         let apple = Store.FakeApple([.misconfigured(status: 401, reason: "unauthorized")], teams: ["TEAM", "GOOD"])
-        let a = Store.refresher(db, apple, clock: clock, readiness: mine)
+        let registry = MetricsRegistry()
+        let a = Store.refresher(db, apple, clock: clock, readiness: mine, registry: registry)
         let b = Store.refresher(db, apple, clock: clock, readiness: theirs)
         a.round()
         #expect(try db.value("SELECT team_id FROM receipt_refresh_teams") == "TEAM")
         #expect(mine.advisories == [Self.refused(401)])
+        // The gauge counts the team as soon as the note shows, not from the next round.
+        #expect(registry.render().contains("attest_receipt_refresh_teams_paused 1\n"))
         #expect(mine.advisoryTexts() == ["receipt refresh: team TEAM refused by Apple (401), paused until \(Self.now.adding(seconds: Self.pause).rfc3339)"])
         // The jobs' path is untouched: still ready.
         #expect(mine.check() == nil)
@@ -51,9 +54,11 @@ import Testing
         let clock = ManualClock(Self.now)
         let (mine, theirs) = (Readiness.Conditions(), Readiness.Conditions())
         let apple = Store.FakeApple([.misconfigured(status: 403, reason: "forbidden"), .refreshed(Store.receipt(metric: 2))])
-        let a = Store.refresher(db, apple, clock: clock, readiness: mine)
+        let registry = MetricsRegistry()
+        let a = Store.refresher(db, apple, clock: clock, readiness: mine, registry: registry)
         let b = Store.refresher(db, apple, clock: clock, readiness: theirs)
         a.round()
+        #expect(registry.render().contains("attest_receipt_refresh_teams_paused 1\n"))
         // The team paused: its device attested since is not sent.
         try db.addDevice(2)
         b.round()
@@ -66,6 +71,7 @@ import Testing
         let report = try a.refresh(device, forced: true)
         #expect(report.next.status == .refreshed)
         #expect(mine.advisories.isEmpty)
+        #expect(registry.render().contains("attest_receipt_refresh_teams_paused 0\n"))
         #expect(try db.store().pausedRefreshTeams(now: clock.now()).isEmpty)
         b.round()
         #expect(theirs.advisories.isEmpty)

@@ -171,7 +171,7 @@ public final class ReceiptRefresher: Service {
         let next = RefreshPlanner.after(outcome, attempts: device.attempts, now: after, schedule: settings.schedule)
         if case .refreshed(let refreshed) = outcome {
             let applied = try store.storeRefresh(device, refreshed, owner: owner, next: next, now: after)
-            if applied != .leaseLost { readiness.withdraw { if case .receiptRefreshRefused(teamId, _, _) = $0 { true } else { false } } }
+            if applied != .leaseLost { showPaused(try store.pausedRefreshTeams(now: after)) }
             return Report(next: next, outcome: outcome, settled: applied != .leaseLost, categoryChanged: applied == .stored(categoryChanged: true))
         }
         let settled = try store.settleRefresh(device, owner: owner, next: next, now: after, called: true)
@@ -181,7 +181,7 @@ public final class ReceiptRefresher: Service {
                 ("teamId", .string(teamId)), ("status", .int(Int64(status))), ("reason", .string(reason)),
                 ("pausedUntil", .string(next.dueAt.rfc3339)),
             ])
-            if settled { readiness.advise(.receiptRefreshRefused(team: teamId, status: status, pausedUntil: next.pauseTeam?.until ?? next.dueAt)) }
+            if settled { showPaused(try store.pausedRefreshTeams(now: after)) }
         }
         return Report(next: next, outcome: outcome, settled: settled, categoryChanged: false)
     }
@@ -192,7 +192,8 @@ public final class ReceiptRefresher: Service {
     }
 
     /// Sets the gauge and the `/readyz` notes to the teams paused now: a note goes when its team's pause
-    /// ended (or another worker's refresh of the team succeeded).
+    /// ended (or another worker's refresh of the team succeeded). The gauge is set first, so whoever sees a
+    /// note sees the gauge that counts it; a refresh that pauses or unpauses a team shows it at once.
     private func showPaused(_ paused: [(teamId: String, status: Int, reason: String?, pausedUntil: Timestamp)]) {
         pausedTeams.set(Double(paused.count))
         let teams = Set(paused.map(\.teamId))
