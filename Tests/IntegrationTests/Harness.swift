@@ -8,6 +8,17 @@ import PostgresClient
 import Synchronization
 import Testing
 
+/// Polls `condition` every 100 ms; false after `seconds`. What a worker does on its own threads is waited
+/// for this way, never with a fixed sleep: a sanitized worker on a loaded machine can take many times longer.
+func eventually(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(100_000)
+    }
+    return try condition()
+}
+
 /// A test PKI whose roots the workers under test trust, and job minting for many devices.
 enum Jobs {
     static let pki = try! TestPKI.generate(

@@ -54,16 +54,6 @@ enum ReceiptRefreshHarness {
         try PGConnection(conninfo: try Stack.databaseURL).execute(sql, [.bytes(keyId)]).string(0, 0)
     }
 
-    /// Polls `condition` every 100 ms; false after `seconds`.
-    static func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(100_000)
-        }
-        return try condition()
-    }
-
     static func key(_ device: Device) -> [UInt8] { Array(Base64.encode(device.keyId).utf8) }
 
     /// Runs attest-worker with `arguments` and only `environment` (plus PATH); its stdout and status.
@@ -122,7 +112,7 @@ extension LiveStack {
             for i in devices.indices { #expect(Self.verdict(reader, id("att\(i)"))?["ok"] == .bool(true), "\(workers[0].log.suffix(1500))") }
 
             // The rising metric: both receipts stored, the second scored with its growth.
-            let refreshedTwice = try ReceiptRefreshHarness.waitUntil(seconds: 30) {
+            let refreshedTwice = try eventually(seconds: 30) {
                 try ReceiptRefreshHarness.value("SELECT count(*)::text FROM receipt_metrics WHERE key_id = $1", rising.keyId) == "2"
             }
             #expect(refreshedTwice, "\(workers[0].log.suffix(1500))")
@@ -145,17 +135,17 @@ extension LiveStack {
             #expect(intelligence?["riskScore"] == .int(36))
 
             // The forged receipt: rejected, never stored.
-            #expect(try ReceiptRefreshHarness.waitUntil(seconds: 20) { try ReceiptRefreshHarness.state(forged.keyId).status == "rejected" })
+            #expect(try eventually(seconds: 20) { try ReceiptRefreshHarness.state(forged.keyId).status == "rejected" })
             #expect(try ReceiptRefreshHarness.value("SELECT count(*)::text FROM receipt_metrics WHERE key_id = $1", forged.keyId) == "0")
             #expect(try ReceiptRefreshHarness.value("SELECT receipt_risk_metric::text FROM device_risk WHERE identity = 'key:' || encode($1, 'hex')", forged.keyId) == nil)
 
             // 429 with Retry-After: 120 holds the device at least that long: one request only.
-            #expect(try ReceiptRefreshHarness.waitUntil(seconds: 20) { try ReceiptRefreshHarness.state(limited.keyId).status == "retry_later" })
+            #expect(try eventually(seconds: 20) { try ReceiptRefreshHarness.state(limited.keyId).status == "retry_later" })
             #expect((try ReceiptRefreshHarness.state(limited.keyId).waitSeconds ?? 0) >= 120)
 
             // The busy devices are refreshed again and again (1 s answers, due a second later) by both
             // workers, and never twice at once.
-            #expect(try ReceiptRefreshHarness.waitUntil(seconds: 30) {
+            #expect(try eventually(seconds: 30) {
                 let counts = try standIn.requests()
                 return busy.allSatisfy { (counts[Base64.encode($0.keyId)]?.requests ?? 0) >= 3 }
             })
@@ -203,13 +193,14 @@ extension LiveStack {
             #expect(try ReceiptRefreshHarness.command(["receipt", "show", "--key-id", Base64.encode([UInt8](repeating: 9, count: 32))], environment).status == 1)
         }
 
-        /// Apple answering after 5 s holds the refresher, never a job: while a refresh is in flight, new
-        /// attestations and assertions are answered as fast as without refresh.
-        @Test func verdictsAreNotDelayedByAnEndpointThatAnswersAfterFiveSeconds() throws {
+        /// Apple answering after 15 s holds the refresher, never a job: while a refresh is in flight, new
+        /// attestations and assertions are answered. The delay is long against the jobs' own time on a
+        /// sanitized worker, so a verdict that waited for the refresh is told apart.
+        @Test func verdictsAreNotDelayedByAnEndpointThatAnswersLate() throws {
             let bundleId = "com.example.rslow.\(UUID().uuidString.prefix(8).lowercased())"
             try Jobs.registerApp(bundleId)
             try ReceiptRefreshHarness.parkEnrolledDevices()
-            let standIn = try ReceiptRefreshHarness.standIn(#"{"default": [{"riskMetric": 1, "delaySeconds": 5}]}"#)
+            let standIn = try ReceiptRefreshHarness.standIn(#"{"default": [{"riskMetric": 1, "delaySeconds": 15}]}"#)
             let topics = try Stack.topics("rslow", partitions: 1)
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: try ReceiptRefreshHarness.environment(standIn))
             defer { worker.kill(SIGTERM); worker.wait(seconds: 30) }
@@ -220,20 +211,20 @@ extension LiveStack {
             #expect(Self.verdict(reader, id("att"))?["ok"] == .bool(true), "\(worker.log.suffix(2000))")
             // The refresher takes a due device (the oldest due first: other tests' devices of the team too)
             // and waits on the endpoint.
-            #expect(try ReceiptRefreshHarness.waitUntil(seconds: 10) { try ReceiptRefreshHarness.leasedNow() > 0 }, "\(worker.log.suffix(2000))")
-            let sent = Date()
+            #expect(try eventually(seconds: 10) { try ReceiptRefreshHarness.leasedNow() > 0 }, "\(worker.log.suffix(2000))")
             let others = try (0..<3).map { _ in try Device() }
             var jobs = [(key: [UInt8]?, value: [UInt8])]()
             jobs.append((ReceiptRefreshHarness.key(first), Jobs.assertion(first, bundleId: bundleId, jobId: id("a1"), counter: 1)))
             for (i, device) in others.enumerated() {
                 jobs.append((ReceiptRefreshHarness.key(device), Jobs.attestation(device, bundleId: bundleId, jobId: id("att\(i)"))))
             }
+            let sent = Date()
             try produce(topics.jobs, jobs)
             for jobId in [id("a1"), id("att0"), id("att1"), id("att2")] {
-                #expect(Self.verdict(reader, jobId, seconds: 10)?["ok"] == .bool(true), "\(jobId)")
+                #expect(Self.verdict(reader, jobId, seconds: 20)?["ok"] == .bool(true), "\(jobId)")
             }
             let elapsed = Date().timeIntervalSince(sent)
-            #expect(elapsed < 3, "verdicts took \(elapsed) s while a refresh waited on the endpoint")
+            #expect(elapsed < 10, "verdicts took \(elapsed) s while a refresh waited on the endpoint")
             #expect(try ReceiptRefreshHarness.leasedNow() > 0, "a refresh was still in flight")
         }
     }

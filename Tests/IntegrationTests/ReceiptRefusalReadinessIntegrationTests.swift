@@ -36,7 +36,7 @@ extension LiveStack {
             _ = reader.read(seconds: 60) { _ in reader.verdictsByJob[jobId] != nil }
             #expect(reader.verdictsByJob[jobId]?.first.flatMap { JSONValue.parse(Array($0.utf8)) }?["ok"] == .bool(true))
 
-            let noted = try ReceiptRefreshHarness.waitUntil(seconds: 20) { try worker.get("/readyz").body.contains(Self.note) }
+            let noted = try eventually(seconds: 20) { try worker.get("/readyz").body.contains(Self.note) }
             let readyz = try worker.get("/readyz")
             #expect(noted, "\(readyz.body)\n\(worker.log.suffix(1500))")
             #expect(readyz.status == 200)
@@ -55,7 +55,7 @@ extension LiveStack {
             let refreshed = try ReceiptRefreshHarness.command(
                 ["receipt", "refresh", "--key-id", Base64.encode(device.keyId), "--team", Jobs.teamId, "--bundle", bundleId], environment)
             #expect(refreshed.status == 0, "\(refreshed.output)")
-            let cleared = try ReceiptRefreshHarness.waitUntil(seconds: 10) { !(try worker.get("/readyz").body.contains(Self.note)) }
+            let cleared = try eventually(seconds: 10) { !(try worker.get("/readyz").body.contains(Self.note)) }
             let after = try worker.get("/readyz")
             #expect(cleared, "\(after.body)")
             #expect(after.status == 200 && after.body == "ok\n", "\(after.body)")

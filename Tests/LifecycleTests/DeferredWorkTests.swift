@@ -12,16 +12,17 @@ struct DeferredWorkTests {
         work.start()
         let submitted = ContinuousClock.now
         let late = Mutex<Duration?>(nil)
-        work.submit(after: .milliseconds(150)) {
+        // Delays of seconds: a stalled test thread between two submissions must not reorder what falls due.
+        work.submit(after: .seconds(2)) {
             late.withLock { $0 = ContinuousClock.now - submitted }
             journal.record("late")
         }
-        work.submit(after: .milliseconds(50)) { journal.record("soon") }
+        work.submit(after: .seconds(1)) { journal.record("soon") }
         work.submit { journal.record("now 1") }
         work.submit { journal.record("now 2") }
         #expect(eventually { journal.all.count == 4 })
         #expect(journal.all == ["now 1", "now 2", "soon", "late"])
-        #expect(try #require(late.withLock { $0 }) >= .milliseconds(150))
+        #expect(try #require(late.withLock { $0 }) >= .seconds(2))
         work.stop()
     }
 

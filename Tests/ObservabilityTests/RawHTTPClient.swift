@@ -52,6 +52,18 @@ enum RawHTTP {
         return fd
     }
 
+    /// Whether a GET of `path` came to what `wanted` takes (nil: no answer) within `seconds`, asked every
+    /// 50 ms. For limits libmicrohttpd applies when its thread gets to it (accepting held connections,
+    /// cleaning up closed ones), which no fixed sleep can wait for on a loaded machine.
+    static func eventuallyGet(port: Int, _ path: String, seconds: Double = 10, _ wanted: (RawResponse?) -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        repeat {
+            if wanted(try? get(port: port, path)) { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        } while Date() < end
+        return false
+    }
+
     /// The socket ("socket:[inode]") of this process listening on the port, from the kernel's tables
     /// (IPv4 and IPv6 unless told). The tests check that a stopped server's own socket is closed: a connect
     /// attempt cannot tell, since another process or test may bind the freed ephemeral port, or a client whose

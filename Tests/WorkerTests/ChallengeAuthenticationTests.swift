@@ -151,7 +151,8 @@ import Testing
         }
         #expect(granted.load(ordering: .relaxed) == 10, "40 takes over two connections, a burst of 10")
         let refused = try #require(try workers[0].take("app:shared", limit))
-        #expect((59...60).contains(refused), "a whole token takes a minute at 1 per minute: \(refused)")
+        // Less what the takes took on the database's clock, which a loaded machine stretches.
+        #expect((50...60).contains(refused), "a whole token takes a minute at 1 per minute: \(refused)")
         // Refill follows the database's clock: 30 s later at 4 per minute, two tokens.
         try database.connection.execute("UPDATE http_rate_buckets SET updated_at = updated_at - interval '30 seconds'")
         let faster = RateLimitStore.Limit(perMinute: 4, burst: 10)
