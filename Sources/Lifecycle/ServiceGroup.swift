@@ -101,6 +101,8 @@ public final class ServiceGroup: @unchecked Sendable {
         let until = Date().addingTimeInterval((deadline - .now).timeInterval)
         condition.lock()
         while !stopsDone, condition.wait(until: until) {}
+        // A failure during the stops whose event is still being sent is the group's failure all the same.
+        while stopsDone, failureClaimed, self.failure == nil, condition.wait(until: until) {}
         let (done, hung, failure) = (stopsDone, stopping, self.failure)
         condition.unlock()
         guard done else {

@@ -20,6 +20,7 @@ final class FakeService: Service, @unchecked Sendable {
     private let journal: Journal
     private let refuseStart: Bool
     private let failWhenStarted: Bool
+    private let failWhileStopping: Bool
     /// Held by a hanging stop until signalled.
     let release = DispatchSemaphore(value: 0)
     private let hangs: Bool
@@ -29,11 +30,15 @@ final class FakeService: Service, @unchecked Sendable {
     private let failedCallback = Mutex<(@Sendable (any Error) -> Void)?>(nil)
     var failed: (@Sendable (any Error) -> Void)? { failedCallback.withLock { $0 } }
 
-    init(_ name: String, _ journal: Journal, refuseStart: Bool = false, failWhenStarted: Bool = false, hangs: Bool = false) {
+    init(
+        _ name: String, _ journal: Journal, refuseStart: Bool = false, failWhenStarted: Bool = false, failWhileStopping: Bool = false,
+        hangs: Bool = false
+    ) {
         self.name = name
         self.journal = journal
         self.refuseStart = refuseStart
         self.failWhenStarted = failWhenStarted
+        self.failWhileStopping = failWhileStopping
         self.hangs = hangs
     }
 
@@ -54,6 +59,12 @@ final class FakeService: Service, @unchecked Sendable {
     func stop(deadline: ContinuousClock.Instant) {
         self.deadline.withLock { $0 = deadline }
         journal.record("stop \(name)")
+        if failWhileStopping, let failed {
+            // From another thread, returning once the group has taken the failure in (its event started).
+            let name = name
+            Thread.detachNewThread { failed(RunFailure(name: name)) }
+            _ = eventually { journal.all.contains("failing \(name)") }
+        }
         if hangs { release.wait() }
         journal.record("stopped \(name)")
     }
@@ -161,6 +172,26 @@ struct ServiceGroupTests {
         b.failed?(RunFailure(name: "b"))
         _ = try #require(run.wait())
         #expect(journal.all == ["start a", "start b", "failed b", "stop b", "stopped b", "stop a", "stopped a"])
+    }
+
+    @Test("a failure taken in while stopping is the group's failure, however slow its event's handler")
+    func failureWhileStopping() throws {
+        let journal = Journal()
+        let group = ServiceGroup([FakeService("a", journal, failWhileStopping: true), FakeService("b", journal)], shutdownTimeout: .seconds(10)) {
+            guard case .failed(let name, _) = $0 else { return }
+            journal.record("failing \(name)")
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let run = GroupRun(group)
+        #expect(eventually { journal.all.count == 2 })
+        group.triggerGracefulShutdown()
+        let result = try #require(run.wait())
+        guard case .failure(.failed(let service, let error)) = result else {
+            Issue.record("expected a failure, got \(result)")
+            return
+        }
+        #expect(service == "a")
+        #expect(error as? RunFailure == RunFailure(name: "a"))
     }
 
     @Test("a failure after another is not the group's failure, and no component is stopped twice")
