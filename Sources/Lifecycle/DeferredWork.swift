@@ -1,4 +1,3 @@
-import Durations
 import Foundation
 
 /// An owned thread for work that must not run where it arises (a producer's delivery callback must not
@@ -70,9 +69,8 @@ public final class DeferredWork: @unchecked Sendable {
                 condition.wait()
                 continue
             }
-            let wait = first.due - .now
-            if wait > .zero {
-                _ = condition.wait(until: Date().addingTimeInterval(wait.timeInterval))
+            if first.due > .now {
+                _ = condition.wait(until: first.due)
                 continue
             }
             items.removeFirst()

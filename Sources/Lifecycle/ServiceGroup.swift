@@ -1,4 +1,3 @@
-import Durations
 import Foundation
 
 /// Runs the process's components: starts them in the given order, waits until a graceful shutdown is
@@ -98,11 +97,10 @@ public final class ServiceGroup: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
-        let until = Date().addingTimeInterval((deadline - .now).timeInterval)
         condition.lock()
-        while !stopsDone, condition.wait(until: until) {}
+        while !stopsDone, condition.wait(until: deadline) {}
         // A failure during the stops whose event is still being sent is the group's failure all the same.
-        while stopsDone, failureClaimed, self.failure == nil, condition.wait(until: until) {}
+        while stopsDone, failureClaimed, self.failure == nil, condition.wait(until: deadline) {}
         let (done, hung, failure) = (stopsDone, stopping, self.failure)
         condition.unlock()
         guard done else {

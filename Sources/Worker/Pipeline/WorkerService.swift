@@ -343,7 +343,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// Waits `duration` unless the worker stops first; false when stopping.
     private func sleepUnlessStopping(_ duration: Duration) -> Bool {
-        let deadline = Date().addingTimeInterval(duration.timeInterval)
+        let deadline = ContinuousClock.now + duration
         condition.lock()
         defer { condition.unlock() }
         while !machine.stopping, condition.wait(until: deadline) {}
@@ -518,10 +518,10 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// the current batch to be stored and acknowledged, then stores the final offsets; the wrapper commits
     /// them before the partitions are given up.
     public func partitionsRevoked(_ partitions: [TopicPartition]) {
-        let deadline = Date().addingTimeInterval(settings.revokeTimeoutSeconds)
+        let deadline = ContinuousClock.now + .seconds(settings.revokeTimeoutSeconds)
         condition.lock()
         machine.revoking(partitions)
-        while machine.hasInBatch(partitions), Date() < deadline { _ = condition.wait(until: deadline) }
+        while machine.hasInBatch(partitions), condition.wait(until: deadline) {}
         let drained = !machine.hasInBatch(partitions)
         let store = machine.revoked(partitions)
         condition.unlock()
