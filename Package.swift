@@ -100,14 +100,14 @@ let package = Package(
         .testTarget(name: "AttestCoreTests", dependencies: ["AttestCore"]),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"]),
-        .testTarget(name: "ObservabilityTests", dependencies: ["AttestCore", "Lifecycle", "Observability"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["AttestCore", "Durations", "Lifecycle", "Observability"]),
         .testTarget(name: "DeviceIntelligenceTests", dependencies: ["AttestCore", "AttestVerifier", "AttestJobs", "DeviceIntelligence"]),
         .testTarget(name: "AttestTokensTests", dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens"]),
         // End to end against the ops/stack broker and PostgreSQL, driving the built attest-worker binary.
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["AppleReceipts", "AttestClient", "AttestCore", "AttestCrypto", "AttestJobs", "AttestMint", "AttestTokens", "AttestVerifier",
-                "DeviceIntelligence", "KafkaClient", "PostgresClient"]
+                "DeviceIntelligence", "Durations", "KafkaClient", "PostgresClient"]
         ),
         .testTarget(
             name: "WorkerTests",

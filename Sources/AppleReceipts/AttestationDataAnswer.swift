@@ -13,7 +13,7 @@ enum AttestationDataAnswer {
 
     static func classify(
         _ result: Result<HTTPClientResponse, HTTPClientError>, request: ReceiptRefreshRequest, verifier: ReceiptVerifier,
-        now: Timestamp
+        now: Timestamp, skewSeconds: Int64
     ) -> ReceiptRefreshOutcome {
         let response: HTTPClientResponse
         switch result {
@@ -23,7 +23,7 @@ enum AttestationDataAnswer {
         }
         switch response.status {
         case 200:
-            return refreshed(body: response.body, request: request, verifier: verifier, now: now)
+            return refreshed(body: response.body, request: request, verifier: verifier, now: now, skewSeconds: skewSeconds)
         case 304:
             return .notModified
         case 404:
@@ -53,8 +53,11 @@ enum AttestationDataAnswer {
     }
 
     /// The 200 body: base64 of a CMS receipt that verifies as type RECEIPT for the device's app and key, with
-    /// a creation time and, when present, a well-formed metric, not-before and expiry.
-    static func refreshed(body: [UInt8], request: ReceiptRefreshRequest, verifier: ReceiptVerifier, now: Timestamp) -> ReceiptRefreshOutcome {
+    /// a creation time and, when present, a well-formed metric, not-before and expiry, and fresh
+    /// (``RefreshedReceiptFreshness``) against `now` and the stored receipt it replaces.
+    static func refreshed(
+        body: [UInt8], request: ReceiptRefreshRequest, verifier: ReceiptVerifier, now: Timestamp, skewSeconds: Int64
+    ) -> ReceiptRefreshOutcome {
         guard body.count <= maxBodyBytes else { return .rejected(reason: "body over \(maxBodyBytes) bytes") }
         let text = String(decoding: body.drop { isSpace($0) }.reversed().drop { isSpace($0) }.reversed(), as: UTF8.self)
         guard !text.isEmpty else { return .rejected(reason: "empty body") }
@@ -74,6 +77,11 @@ enum AttestationDataAnswer {
         if case .some(nil) = notBefore { return .rejected(reason: "not-before (field 19) is not RFC 3339") }
         let expiry = receipt.expirationTime.map(Timestamp.init(rfc3339:))
         if case .some(nil) = expiry { return .rejected(reason: "expiration time (field 21) is not RFC 3339") }
+        if let problem = RefreshedReceiptFreshness.problem(
+            creation: creation, expiry: expiry ?? nil, storedCreation: storedCreationTime(request.receipt), now: now, skewSeconds: skewSeconds)
+        {
+            return .rejected(reason: problem.rawValue)
+        }
         var metric: Int?
         if let field = receipt.payload[.riskMetric] {
             guard !field.isEmpty, field.count <= maxRiskMetricDigits, field.allSatisfy({ (0x30...0x39).contains($0) }) else {
@@ -83,6 +91,13 @@ enum AttestationDataAnswer {
         }
         return .refreshed(RefreshedReceipt(
             der: der, riskMetric: metric, creationTime: creation, notBefore: notBefore ?? nil, expirationTime: expiry ?? nil))
+    }
+
+    /// The stored receipt's creation time, read without verifying (it was verified when stored); nil when
+    /// it has none or does not parse, and then only the clock bounds the new one.
+    static func storedCreationTime(_ der: [UInt8]) -> Timestamp? {
+        guard let signed = try? SignedData(ber: der), let payload = try? ReceiptPayload(der: signed.content) else { return nil }
+        return payload.text(.creationTime).flatMap { Timestamp(rfc3339: $0) }
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }

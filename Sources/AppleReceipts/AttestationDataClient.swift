@@ -12,9 +12,12 @@ public final class AttestationDataClient: ReceiptRefreshing {
     private let verifier: ReceiptVerifier
     private let tokens: DeviceCheckTokens
     private let http: HTTPClient
+    /// How far Apple's clock may run from ours (ATTEST_MAX_FUTURE_SKEW), in the freshness rules.
+    private let skewSeconds: Int64
 
-    public init(settings: ReceiptRefreshSettings, receiptAnchor: TrustAnchor, clock: any Clock = SystemClock()) {
+    public init(settings: ReceiptRefreshSettings, receiptAnchor: TrustAnchor, skewSeconds: Int64, clock: any Clock = SystemClock()) {
         self.settings = settings
+        self.skewSeconds = skewSeconds
         verifier = ReceiptVerifier(anchor: receiptAnchor)
         tokens = DeviceCheckTokens(keys: settings.keys, clock: clock)
         http = HTTPClient(configuration: HTTPClient.Configuration(
@@ -34,6 +37,6 @@ public final class AttestationDataClient: ReceiptRefreshing {
         let result = http.post(HTTPClientRequest(
             url: settings.url(for: request.environment), headers: [("Authorization", token)],
             body: Array(Base64.encode(request.receipt).utf8)))
-        return AttestationDataAnswer.classify(result, request: request, verifier: verifier, now: now)
+        return AttestationDataAnswer.classify(result, request: request, verifier: verifier, now: now, skewSeconds: skewSeconds)
     }
 }

@@ -38,11 +38,13 @@ public struct AppIdentity: Hashable, Sendable, Comparable {
         return nil
     }
 
-    /// Why `bundleId` is not a bundle identifier (dot-separated non-empty segments of ASCII letters, digits
-    /// and hyphens, at most 255 bytes), or nil.
+    /// Why `bundleId` is not a bundle identifier (dot-separated non-empty segments of ASCII letters, digits,
+    /// hyphens and underscores, at most 255 bytes), or nil. Underscores because Apple signs App IDs with
+    /// them (its own App Attest sample is `com.apple.example_app_attest`, and older App Store apps carry
+    /// them); the fixed-length team, not a narrower bundle rule, is what keeps the App ID unambiguous.
     public static func bundleIdProblem(_ bundleId: String) -> String? {
         let bytes = bundleId.utf8
-        let problem = "bundleId must be 1 to \(maxBundleIdBytes) bytes of dot-separated non-empty segments of A-Z, a-z, 0-9 and -"
+        let problem = "bundleId must be 1 to \(maxBundleIdBytes) bytes of dot-separated non-empty segments of A-Z, a-z, 0-9, - and _"
         guard !bytes.isEmpty, bytes.count <= maxBundleIdBytes else { return problem }
         var segmentLength = 0
         for byte in bytes {
@@ -50,7 +52,7 @@ public struct AppIdentity: Hashable, Sendable, Comparable {
             case 0x2E:
                 guard segmentLength > 0 else { return problem }
                 segmentLength = 0
-            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D:
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F:
                 segmentLength += 1
             default:
                 return problem

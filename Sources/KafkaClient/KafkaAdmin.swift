@@ -1,7 +1,9 @@
 internal import CRdKafka
 
-/// Topic administration: the worker creates its topics explicitly at start rather than relying on a
-/// broker's auto-creation (which Kafka clusters often disable and which picks its own partition count).
+/// Topic administration, for the tools that make their own topics (`attest-worker submit`'s reply topic,
+/// the benchmark's): explicit creation rather than a broker's auto-creation, which Kafka clusters often
+/// disable and which picks its own partition count. `attest-worker run` creates none: its topics are the
+/// deployment's (docker-compose.yml's kafka-init, checked by Tests/ops/check_compose.py).
 public final class KafkaAdmin: Sendable {
     private let client: RDKafkaHandle
 

@@ -112,11 +112,12 @@ public final class ServiceGroup: @unchecked Sendable {
         if let failure { throw failure }
     }
 
-    /// Whether the group is ending (a shutdown asked for, or a failure), read before each start.
+    /// Whether the group is ending (a shutdown asked for, or a failure taken in, its event maybe still being
+    /// sent), read before each start.
     private var ending: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return shutdownRequested || failure != nil
+        return shutdownRequested || failureClaimed
     }
 
     /// Records the first failure, which ends the group. Its event is sent before the failure is made

@@ -135,12 +135,13 @@ final class AppleStandInEndpoint: Sendable {
         guard step.status == 200 else { return HTTPResponse(status: step.status, contentType: "text/plain", body: [], headers: headers) }
         if let body = step.body { return HTTPResponse(status: 200, contentType: "text/plain", body: Array(body.utf8), headers: headers) }
 
-        let created = Date()
+        let minted = Date()
+        let created = minted.addingTimeInterval(Double(step.createdSeconds))
         let environment = payload.text(.environment)
         let options = ReceiptOptions(
             type: "RECEIPT", environment: environment, creationTime: created,
-            expirationTime: created.addingTimeInterval(Double(step.expirySeconds)), riskMetric: step.riskMetric,
-            notBefore: created.addingTimeInterval(Double(step.notBeforeSeconds)), signingPKI: step.forged ? forger : nil)
+            expirationTime: minted.addingTimeInterval(Double(step.expirySeconds)), riskMetric: step.riskMetric,
+            notBefore: minted.addingTimeInterval(Double(step.notBeforeSeconds)), signingPKI: step.forged ? forger : nil)
         do {
             let receipt = try pki.mintReceipt(
                 appId: appId, credentialCertificate: certificateDER, environment: environment == "sandbox" ? .development : .production,

@@ -4,16 +4,18 @@ import AttestCore
 /// `{"devices": {"<keyId base64>": [step, …]}, "default": [step, …]}`. A device's n-th request gets its
 /// n-th step (the last one repeats); devices not listed follow `default` (a 200 with metric 1 if absent).
 ///
-/// A step: `{"status": 200, "riskMetric": 5, "notBeforeSeconds": 86400, "expirySeconds": 2592000,
-/// "delaySeconds": 2, "retryAfter": "7", "forged": true, "body": "raw text"}`, every member optional:
-/// `status` (default 200); for a 200, a receipt minted now under the test PKI (type RECEIPT, `riskMetric`
-/// when given, not-before and expiry that many seconds after now), signed by a PKI outside the trusted
-/// one when `forged`, or `body` as given instead (hostile bodies); `retryAfter` as the Retry-After header;
-/// `delaySeconds` before answering (a slow Apple).
+/// A step: `{"status": 200, "riskMetric": 5, "createdSeconds": -86400, "notBeforeSeconds": 86400,
+/// "expirySeconds": 2592000, "delaySeconds": 2, "retryAfter": "7", "forged": true, "body": "raw text"}`,
+/// every member optional: `status` (default 200); for a 200, a receipt minted under the test PKI (type
+/// RECEIPT, `riskMetric` when given, created `createdSeconds` from now (default 0: a stale or future
+/// receipt when set), not-before and expiry that many seconds after now, negative for past ones), signed
+/// by a PKI outside the trusted one when `forged`, or `body` as given instead (hostile bodies);
+/// `retryAfter` as the Retry-After header; `delaySeconds` before answering (a slow Apple).
 struct AppleStandInScript: Sendable {
     struct Step: Sendable, Equatable {
         var status = 200
         var riskMetric: Int?
+        var createdSeconds: Int64 = 0
         var notBeforeSeconds: Int64 = 86_400
         var expirySeconds: Int64 = 30 * 86_400
         var delaySeconds: Int = 0
@@ -69,6 +71,7 @@ struct AppleStandInScript: Sendable {
                 switch (name, value) {
                 case ("status", .int(let n)) where (100...599).contains(n): step.status = Int(n)
                 case ("riskMetric", .int(let n)): step.riskMetric = Int(n)
+                case ("createdSeconds", .int(let n)): step.createdSeconds = n
                 case ("notBeforeSeconds", .int(let n)): step.notBeforeSeconds = n
                 case ("expirySeconds", .int(let n)): step.expirySeconds = n
                 case ("delaySeconds", .int(let n)) where (0...Int64(maxDelaySeconds)).contains(n): step.delaySeconds = Int(n)

@@ -16,7 +16,8 @@ enum ReceiptCommand: Subcommand {
 
         K is the keyId as jobs carry it (base64 of 32 bytes). refresh exchanges the device's stored receipt at
         Apple's attestation-data endpoint now, due or not, with the team's DeviceCheck key and the endpoints
-        from the environment, as for run (ATTEST_DEVICECHECK_KEYS, ATTEST_RECEIPT_*), stores a receipt that verifies and scores its metric, as a
+        from the environment, as for run (ATTEST_DEVICECHECK_KEYS, ATTEST_RECEIPT_*, ATTEST_MAX_FUTURE_SKEW), stores a receipt that
+        verifies and is fresh and scores its metric, as a
         running worker would, and prints one JSON object: the outcome, the parsed receipt, when the device is
         next due. It takes the team's request budget like the workers, and a device a worker is refreshing
         is left to it (exit 1). show prints the stored receipt's fields, its refresh state and its latest N
@@ -64,7 +65,12 @@ enum ReceiptCommand: Subcommand {
             } catch {
                 throw Arguments.UsageError(description: error.description)
             }
-            guard let client = ReceiptRefreshFactory.client(settings, receiptAnchor: trust.receipt.chain.anchor) else {
+            let skewName = "ATTEST_MAX_FUTURE_SKEW"
+            let skewText = environment[skewName] ?? WorkerConfiguration.settings.first { $0.name == skewName }?.defaultValue ?? ""
+            guard let skew = Int64(skewText), skew >= 0 else {
+                throw Arguments.UsageError(description: "\(skewName) must be a whole number of seconds, 0 or more")
+            }
+            guard let client = ReceiptRefreshFactory.client(settings, receiptAnchor: trust.receipt.chain.anchor, skewSeconds: skew) else {
                 FileHandle.standardError.write(Data("attest-worker: receipt refresh is off: no DeviceCheck key is configured\n".utf8))
                 return 1
             }

@@ -211,7 +211,9 @@ enum RunCommand: Subcommand {
             producerProperties: producerProperties, clock: SystemClock(), registry: metrics.registry, logger: logger)
 
         // Receipt refresh runs beside the pipeline, never in it: off (and said so) without a DeviceCheck key.
-        let receipts = ReceiptRefreshFactory.client(configuration.receiptClient, receiptAnchor: trust.receipt.chain.anchor).map { client in
+        let receipts = ReceiptRefreshFactory.client(
+            configuration.receiptClient, receiptAnchor: trust.receipt.chain.anchor, skewSeconds: configuration.maxFutureSkewSeconds
+        ).map { client in
             ReceiptRefresher(
                 settings: configuration.receiptRefresh, conninfo: configuration.databaseURL, refresher: client, clock: SystemClock(),
                 registry: metrics.registry, readiness: metrics.readiness, logger: logger)

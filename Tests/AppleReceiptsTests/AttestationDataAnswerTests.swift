@@ -15,7 +15,7 @@ struct AttestationDataAnswerTests {
     func classify(_ status: Int, body: [UInt8] = [], headers: [(name: String, value: String)] = []) -> ReceiptRefreshOutcome {
         AttestationDataAnswer.classify(
             .success(HTTPClientResponse(status: status, headers: headers, body: body)), request: fixture.request,
-            verifier: ReceiptFixture.verifier, now: ReceiptFixture.now)
+            verifier: ReceiptFixture.verifier, now: ReceiptFixture.now, skewSeconds: ReceiptFixture.skewSeconds)
     }
 
     func answer200(_ der: [UInt8]) -> ReceiptRefreshOutcome { classify(200, body: Array(Base64.encode(der).utf8)) }
@@ -31,9 +31,60 @@ struct AttestationDataAnswerTests {
         guard case .refreshed(let receipt) = answer200(der) else { Issue.record("not refreshed"); return }
         #expect(receipt.der == der)
         #expect(receipt.riskMetric == 3)
-        #expect(receipt.creationTime == Timestamp(seconds: 1_780_000_000))
-        #expect(receipt.notBefore == Timestamp(seconds: 1_780_000_000 + 86_400))
-        #expect(receipt.expirationTime == Timestamp(seconds: 1_780_000_000 + 90 * 86_400))
+        let created: Int64 = 1_780_000_000 + 3600 - 60
+        #expect(receipt.creationTime == Timestamp(seconds: created))
+        #expect(receipt.notBefore == Timestamp(seconds: created + 86_400))
+        #expect(receipt.expirationTime == Timestamp(seconds: created + 90 * 86_400))
+    }
+
+    /// `seconds` from the fixture's now, as a date to mint at.
+    func fromNow(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(ReceiptFixture.now.adding(seconds: seconds).microseconds) / 1e6) }
+
+    @Test(
+        "A correctly signed RECEIPT that is stale, from the future or expired is rejected with the rule's reason",
+        arguments: [
+            (-301 - 60, RefreshedReceiptFreshness.Problem.stale), (-86_400, .stale), (61, .createdInFuture), (3600, .createdInFuture),
+        ] as [(Int64, RefreshedReceiptFreshness.Problem)])
+    func freshness(_ offset: Int64, _ problem: RefreshedReceiptFreshness.Problem) throws {
+        let outcome = answer200(try fixture.refreshed(ReceiptOptions(type: "RECEIPT", riskMetric: 3), at: fromNow(offset)))
+        #expect(outcome == .rejected(reason: problem.rawValue), "\(offset) s: \(outcome)")
+    }
+
+    @Test("At the edges: five minutes old plus the skew, and the skew ahead, still refresh")
+    func freshnessEdges() throws {
+        for offset: Int64 in [-300 - 60, 60, 0] {
+            let outcome = answer200(try fixture.refreshed(ReceiptOptions(type: "RECEIPT", riskMetric: 3), at: fromNow(offset)))
+            guard case .refreshed = outcome else { Issue.record("\(offset) s: \(outcome)"); continue }
+        }
+    }
+
+    @Test("A receipt whose expiry (field 21) has passed is rejected, however fresh its creation")
+    func expired() throws {
+        var options = ReceiptOptions(type: "RECEIPT", riskMetric: 3)
+        options.expirationTime = fromNow(-10 * 86_400)
+        #expect(answer200(try fixture.refreshed(options)) == .rejected(reason: RefreshedReceiptFreshness.Problem.expired.rawValue))
+        options.expirationTime = fromNow(0)
+        #expect(answer200(try fixture.refreshed(options)) == .rejected(reason: RefreshedReceiptFreshness.Problem.expired.rawValue))
+    }
+
+    @Test("A fresh receipt created before the stored one (a rollback) is rejected; one created with it or after refreshes")
+    func rollback() throws {
+        let stored = try fixture.refreshed(ReceiptOptions(type: "RECEIPT", riskMetric: 1), at: fromNow(-10))
+        var request = fixture.request
+        request.receipt = stored
+        func answer(_ der: [UInt8]) -> ReceiptRefreshOutcome {
+            AttestationDataAnswer.classify(
+                .success(HTTPClientResponse(status: 200, headers: [], body: Array(Base64.encode(der).utf8))), request: request,
+                verifier: ReceiptFixture.verifier, now: ReceiptFixture.now, skewSeconds: ReceiptFixture.skewSeconds)
+        }
+        let older = try fixture.refreshed(ReceiptOptions(type: "RECEIPT", riskMetric: 2), at: fromNow(-20))
+        #expect(answer(older) == .rejected(reason: RefreshedReceiptFreshness.Problem.olderThanStored.rawValue))
+        for offset: Int64 in [-10, -5] {
+            guard case .refreshed = answer(try fixture.refreshed(ReceiptOptions(type: "RECEIPT", riskMetric: 2), at: fromNow(offset))) else {
+                Issue.record("\(offset) s not refreshed")
+                continue
+            }
+        }
     }
 
     @Test("200 whose base64 has surrounding whitespace and newlines still refreshes; one without metric or not-before too")
@@ -122,11 +173,13 @@ struct AttestationDataAnswerTests {
     func transportFailures() {
         for error in [HTTPClientError.timedOut, .responseTooLarge(limit: 10), .headersTooLarge(limit: 10), .transport(code: 7, message: "x")] {
             guard case .retryLater(nil, _) = AttestationDataAnswer.classify(
-                .failure(error), request: fixture.request, verifier: ReceiptFixture.verifier, now: ReceiptFixture.now)
+                .failure(error), request: fixture.request, verifier: ReceiptFixture.verifier, now: ReceiptFixture.now,
+                skewSeconds: ReceiptFixture.skewSeconds)
             else { Issue.record("\(error) not retryLater"); continue }
         }
         guard case .misconfigured(0, _) = AttestationDataAnswer.classify(
-            .failure(.invalidRequest("x")), request: fixture.request, verifier: ReceiptFixture.verifier, now: ReceiptFixture.now)
+            .failure(.invalidRequest("x")), request: fixture.request, verifier: ReceiptFixture.verifier, now: ReceiptFixture.now,
+                skewSeconds: ReceiptFixture.skewSeconds)
         else { Issue.record("invalidRequest not misconfigured"); return }
     }
 }

@@ -38,7 +38,7 @@ struct AttestationDataClientTests {
             settings: ReceiptRefreshSettings(
                 keys: [key.teamId: key], productionURL: "http://127.0.0.1:\(port)/production",
                 developmentURL: "http://127.0.0.1:\(port)/development"),
-            receiptAnchor: ReceiptFixture.anchor, clock: FixedClock(ReceiptFixture.now))
+            receiptAnchor: ReceiptFixture.anchor, skewSeconds: ReceiptFixture.skewSeconds, clock: FixedClock(ReceiptFixture.now))
         #expect(client.isConfigured(teamId: ReceiptFixture.teamId))
         #expect(!client.isConfigured(teamId: "NOKEY12345"))
 
@@ -72,7 +72,7 @@ struct AttestationDataClientTests {
         let key = DeviceCheckKey(teamId: ReceiptFixture.teamId, keyId: "KEY1234567", privateKey: try ECPrivateKey(pem: DeviceCheckKeys.team))
         let client = AttestationDataClient(
             settings: ReceiptRefreshSettings(keys: [key.teamId: key], productionURL: "http://127.0.0.1:9/x", requestTimeout: .seconds(2)),
-            receiptAnchor: ReceiptFixture.anchor)
+            receiptAnchor: ReceiptFixture.anchor, skewSeconds: ReceiptFixture.skewSeconds)
         guard case .retryLater(nil, _) = client.refresh(fixture.request, now: ReceiptFixture.now) else {
             Issue.record("not retryLater")
             return

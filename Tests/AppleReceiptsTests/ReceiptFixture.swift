@@ -14,6 +14,10 @@ struct ReceiptFixture: Sendable {
     static let appId = teamId + "." + bundleId
     static let created = Date(timeIntervalSince1970: 1_780_000_000)
     static let now = Timestamp(seconds: 1_780_000_000 + 3600)
+    /// When the stand-in's refreshed receipts are created: a minute before `now`, inside Apple's five minutes.
+    static let refreshedAt = Date(timeIntervalSince1970: 1_780_000_000 + 3600 - 60)
+    /// ATTEST_MAX_FUTURE_SKEW's default.
+    static let skewSeconds: Int64 = 60
     static let pki = try! TestPKI.generate(validFrom: created.addingTimeInterval(-86_400 * 365), validUntil: created.addingTimeInterval(86_400 * 365))
     static let otherPKI = try! TestPKI.generate(validFrom: created.addingTimeInterval(-86_400 * 365), validUntil: created.addingTimeInterval(86_400 * 365))
     static let anchor = try! TrustAnchor(der: pki.receiptRootDER)
@@ -32,10 +36,13 @@ struct ReceiptFixture: Sendable {
             attestedKey: device.publicKeyX962)
     }
 
-    /// A refreshed receipt for this device: type RECEIPT, the metric, not-before a day after creation.
-    func refreshed(_ options: ReceiptOptions = ReceiptOptions(type: "RECEIPT", riskMetric: 3, notBefore: created.addingTimeInterval(86_400))) throws -> [UInt8] {
-        try Self.pki.mintReceipt(
-            appId: Self.appId, credentialCertificate: leaf, environment: .production, at: Self.created, options: options)
+    /// A refreshed receipt for this device created at `at`: type RECEIPT, the metric, not-before a day after
+    /// creation.
+    func refreshed(
+        _ options: ReceiptOptions = ReceiptOptions(type: "RECEIPT", riskMetric: 3, notBefore: refreshedAt.addingTimeInterval(86_400)),
+        at: Date = refreshedAt
+    ) throws -> [UInt8] {
+        try Self.pki.mintReceipt(appId: Self.appId, credentialCertificate: leaf, environment: .production, at: at, options: options)
     }
 
     var created: Date { Self.created }

@@ -48,10 +48,12 @@ import Testing
         #expect(ProcessCPU.seconds(own: 300, in: stats) == nil)
     }
 
-    /// This process's own line parses (the kernel's real format).
+    /// This process's own line parses (the kernel's real format) into the fields the tree sum needs: its
+    /// parent is the one the kernel names.
     @Test func readsItself() {
         let stats = ProcessCPU.readAll()
-        #expect(stats[getpid()] != nil)
+        #expect(stats[getpid()]?.ppid == getppid())
+        #expect(stats[getppid()] != nil)
     }
 
     @Test func differenceNeedsBothAndNoRestart() {

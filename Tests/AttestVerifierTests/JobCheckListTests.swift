@@ -37,6 +37,22 @@ import Testing
 
     func reason(_ checked: JobVerifier.Checked) -> String { checked.verdict.failure.map { "\($0.code.rawValue)/\($0.reason.rawValue)" } ?? "ok" }
 
+    @Test func aBundleIdWithUnderscoresVerifiesAsApplesSampleAppDoes() throws {
+        let minted = try F.pki.mintAttestation(
+            device: F.device, teamId: F.teamId, bundleId: "com.example.under_score_app", clientDataHash: F.clientDataHash, at: F.date)
+        func job(_ bundleId: String) throws -> Job {
+            try Job.parse(.object([
+                ("jobId", .string("underscore-1")), ("teamId", .string(F.teamId)), ("bundleId", .string(bundleId)),
+                ("keyId", .string(Base64.encode(F.device.keyId))), ("attestationObject", .string(Base64.encode(minted.attestationObject))),
+                ("clientDataHash", .string(Base64.encode(F.clientDataHash))), ("receivedAt", .string(F.time.rfc3339)),
+            ])).get()
+        }
+        let inputs = JobCheckInputs(now: F.time, app: AppRules(environments: .production))
+        #expect(reason(verifier.check(try job("com.example.under_score_app"), inputs)) == "ok")
+        // The App ID is still exact: the same object under the hyphenated spelling fails Apple's rpIdHash.
+        #expect(reason(verifier.check(try job("com.example.under-score-app"), inputs)) == "apple_validation_failed/rp_id_mismatch")
+    }
+
     @Test func everyTimeCheckUsesTheInputsNow() {
         let accepted = verifier.check(attestation(), JobCheckInputs(now: F.time, app: AppRules(environments: .production)))
         #expect(reason(accepted) == "ok")

@@ -105,7 +105,7 @@ import Testing
         }
         let badBundles = [
             "com.", ".com", "com..example", "com.example.app.", "com example", " com.example", "com.exаmple",
-            "com.example/app", "com.example_app", "com.exam\u{301}ple", ".", String(repeating: "a", count: 256),
+            "com.example/app", "com.example+app", "com.exam\u{301}ple", ".", String(repeating: "a", count: 256), "com._.", "com.\u{FF3F}app",
         ]
         for bundle in badBundles {
             let r = rejection(bundle: bundle)
@@ -115,7 +115,10 @@ import Testing
         // NUL is refused by the string reader before the identifier rules.
         #expect(rejection(team: "TEAM12345\u{0}").reason == .string("invalid_field"))
         #expect(rejection(bundle: "com.ex\u{0}ample").reason == .string("invalid_field"))
-        for bundle in ["app", "com.example.my-app", "A.b9.C-", String(repeating: "a", count: 255)] {
+        // Underscores, as Apple signs them (its App Attest sample is com.apple.example_app_attest).
+        for bundle in [
+            "app", "com.example.my-app", "A.b9.C-", String(repeating: "a", count: 255), "com.apple.example_app_attest", "_", "a._b_.-",
+        ] {
             #expect(AppIdentity(validating: F.teamId, bundle) != nil, "\(bundle)")
         }
         #expect(AppIdentity(validating: "ABCDE12345.com", "example.app") == nil)

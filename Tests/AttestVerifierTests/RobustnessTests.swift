@@ -53,31 +53,67 @@ import Testing
         }
     }
 
-    @Test func mutatedAssertionsNeverCrashTheVerifier() {
+    @Test func mutatedAssertionsNeverCrashTheVerifierNorPass() {
         let original = try! F.device.mintAssertion(
             teamId: F.teamId, bundleId: F.bundleId, clientDataHash: F.clientDataHash, counter: 9,
             options: AssertionOptions(extensions: .appleExtensions())
         ).assertion
         let device = StoredDevice(publicKey: ECPublicKey(p256Point: F.device.publicKeyX962)!, counter: 1)
-        for mutated in Self.mutations(of: original, count: 3000, seed: 2) {
-            let request = AssertionRequest(
-                teamId: F.teamId, bundleId: F.bundleId, keyId: Base64.encode(F.device.keyId),
-                assertion: Base64.encode(mutated), clientData: .hash(Base64.encode(F.clientDataHash)))
-            _ = AssertionVerifier().verify(request, device: device)
+        func verify(_ assertion: [UInt8]) -> Result<VerifiedAssertion, VerificationFailure> {
+            AssertionVerifier().verify(
+                AssertionRequest(
+                    teamId: F.teamId, bundleId: F.bundleId, keyId: Base64.encode(F.device.keyId),
+                    assertion: Base64.encode(assertion), clientData: .hash(Base64.encode(F.clientDataHash))),
+                device: device)
+        }
+        // The untouched assertion verifies, so a refusal below is the mutation's doing.
+        guard case .success = verify(original) else { Issue.record("the original assertion does not verify"); return }
+        // Every byte is the signature or signed authenticator data in a strict encoding: no change may pass.
+        for mutated in Self.mutations(of: original, count: 3000, seed: 2) where mutated != original {
+            if case .success = verify(mutated) { Issue.record("a mutated assertion verified: \(Base64.encode(mutated))") }
         }
     }
 
-    @Test func mutatedCertificatesReceiptsAndJSONNeverCrashTheirParsers() {
+    @Test func mutatedCertificatesReceiptsAndJSONNeverCrashTheirParsersNorPass() throws {
         let minted = F.mint()
-        for mutated in Self.mutations(of: minted.leafDER, count: 2000, seed: 3) {
-            _ = try? Certificate(der: mutated)
+        let intermediate = try Certificate(der: minted.intermediateDER)
+        let chain = F.trust.attestation
+        func accepted(_ leaf: Certificate) -> Bool {
+            if case .success = chain.verify(leaf: leaf, intermediates: [intermediate], at: F.time) { true } else { false }
         }
-        for mutated in Self.mutations(of: minted.receipt!, count: 2000, seed: 4) {
-            _ = try? SignedData(ber: mutated)
+        #expect(accepted(try Certificate(der: minted.leafDER)))
+        // A mutated leaf that still parses is never one the chain accepts.
+        for mutated in Self.mutations(of: minted.leafDER, count: 2000, seed: 3) where mutated != minted.leafDER {
+            guard let leaf = try? Certificate(der: mutated) else { continue }
+            #expect(!accepted(leaf), "\(Base64.encode(mutated))")
         }
+        // A mutated receipt that still parses as CMS never verifies for the device.
+        let receipts = F.trust.receipt
+        let receipt = minted.receipt!
+        func verifies(_ der: [UInt8]) -> Bool {
+            (try? receipts.verify(der, expectedAppId: F.appId, attestedKey: F.device.publicKeyX962, at: F.time).get()) != nil
+        }
+        #expect(verifies(receipt))
+        for mutated in Self.mutations(of: receipt, count: 2000, seed: 4) where mutated != receipt {
+            guard (try? SignedData(ber: mutated)) != nil else { continue }
+            // The root's copy in the CMS is never used, so its bytes may change freely.
+            if verifies(mutated) && !Self.onlyTheRootCopyDiffers(mutated, receipt, root: F.pki.receiptRootDER) {
+                Issue.record("a mutated receipt verified: \(Base64.encode(mutated))")
+            }
+        }
+        // JSON that parses is a fixed point of serialize-and-parse, and every job it makes keeps its jobId.
         let job = Array(#"{"jobId":"j","kind":"assertion","teamId":"T","a":[1,2.5e3,{"b":null}],"s":"\u00e9\n"}"#.utf8)
         for mutated in Self.mutations(of: job, count: 3000, seed: 5) {
-            if let value = JSONValue.parse(mutated) { _ = Job.parse(value) }
+            guard let value = JSONValue.parse(mutated) else { continue }
+            #expect(JSONValue.parse(Array(value.serialized().utf8)) == value, "\(String(decoding: mutated, as: UTF8.self))")
+            if case .success(let parsed) = Job.parse(value) { #expect(value["jobId"] == .string(parsed.jobId)) }
         }
+    }
+
+    /// Whether `mutated` is `original` with bytes changed inside the included root certificate only.
+    static func onlyTheRootCopyDiffers(_ mutated: [UInt8], _ original: [UInt8], root: [UInt8]) -> Bool {
+        guard mutated.count == original.count, let start = original.firstRange(of: root)?.lowerBound else { return false }
+        let rootRange = start..<(start + root.count)
+        return mutated.indices.allSatisfy { mutated[$0] == original[$0] || rootRange.contains($0) }
     }
 }

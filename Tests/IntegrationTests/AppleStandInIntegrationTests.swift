@@ -72,7 +72,7 @@ extension LiveStack {
                 settings: ReceiptRefreshSettings(
                     keys: loaded, productionURL: standIn.url("/v1/attestationData"),
                     developmentURL: standIn.url("/development/v1/attestationData"), connectTimeout: .seconds(1), requestTimeout: timeout),
-                receiptAnchor: anchor, clock: clock)
+                receiptAnchor: anchor, skewSeconds: 60, clock: clock)
         }
 
         @Test("Every scripted answer, in order, for one device: rising metrics, 304, 404, 429 with Retry-After, 500, forged, not base64, too slow")

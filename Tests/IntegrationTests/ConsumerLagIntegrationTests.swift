@@ -1,4 +1,5 @@
 import AttestCore
+import Durations
 import Foundation
 import PostgresClient
 import Testing
@@ -27,13 +28,14 @@ extension LiveStack {
 
             let behind = try worker.waitForLag(topic: topics.jobs, partitions: 3, seconds: 60) { $0 == stream.messages.count }
             #expect(behind == stream.messages.count, "\(worker.log.suffix(2000))")
-            let heldFrom = Date()
+            // The continuous clock, as the worker's timings: a step of the wall clock must not lengthen the hold.
+            let heldFrom = ContinuousClock.now
             Thread.sleep(forTimeInterval: 2)
             // Still nothing finished: the lag stays while the jobs are held in the buffer.
             #expect(try worker.lag(topic: topics.jobs).values.reduce(0, +) == stream.messages.count)
             try locker.execute("COMMIT")
             locked = false
-            let held = Date().timeIntervalSince(heldFrom)
+            let held = (ContinuousClock.now - heldFrom).timeInterval
 
             let verdicts = try TopicReader(topic: topics.verdicts)
             #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")

@@ -66,6 +66,8 @@ extension LiveStack {
                 (t, bundleId.replacingOccurrences(of: "e", with: "е"), "invalid_field"), (t, bundleId + "\u{0}", "invalid_field"),
                 (t, bundleId.replacingOccurrences(of: ".", with: "\u{FF0E}"), "invalid_field"), (t, "", "invalid_field"),
                 ("", bundleId, "invalid_field"), (t, bundleId.uppercased(), "unknown_app"), ("ITEST12346", bundleId, "unknown_app"),
+                // Underscores are a bundle identifier's, so these are valid pairs, just not the registered one.
+                (t, bundleId.replacingOccurrences(of: ".", with: "_"), "unknown_app"), (t, bundleId + "_", "unknown_app"),
             ]
         }
 

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+import Durations
 import Foundation
 import PostgresClient
 import Testing
@@ -69,10 +70,10 @@ extension LiveStack {
                 try DatabaseFaults.holdVerdict(jobId, admin)
                 try produce(topics.jobs, [(nil, DatabaseFaults.invalidJob(jobId))])
                 #expect(try DatabaseFaults.waitForWorkerLockWait(admin, seconds: 30), "\(worker.log.suffix(2000))")
-                let asked = Date()
+                let asked = ContinuousClock.now
                 worker.kill(SIGTERM)
                 #expect(worker.wait(seconds: 15), "the worker outlived its shutdown deadline")
-                let took = Date().timeIntervalSince(asked)
+                let took = (ContinuousClock.now - asked).timeInterval
                 #expect(took >= 1.9 && took < 10, "\(took) s")
                 #expect(worker.process.terminationStatus != 0)
                 let line = worker.logLines.first { $0["msg"] == .string("shutdown deadline passed; exiting") }

@@ -158,6 +158,94 @@ extension LiveStack {
             #expect((byWorker ?? 0) >= 6)
         }
 
+        /// Apple's freshness rules for a refreshed receipt, against a stand-in that signs correctly but hands
+        /// back a stale, a future, an expired or a rolled-back receipt: each is refused with its reason and a
+        /// log line, stores nothing (the device keeps its receipt, no metric, no score), and the device backs
+        /// off; a good refresh after them (forced from the shell) is stored.
+        @Test func staleFutureExpiredAndRolledBackReceiptsAreRefusedAndBackOff() throws {
+            let bundleId = "com.example.rfresh.\(UUID().uuidString.prefix(8).lowercased())"
+            try Jobs.registerApp(bundleId)
+            try ReceiptRefreshHarness.parkEnrolledDevices()
+            let (stale, future, expired, rolledBack) = (try Device(), try Device(), try Device(), try Device())
+            let good = #"{"riskMetric": 2, "createdSeconds": 55}"#
+            let script = """
+                {"devices": {
+                    "\(Base64.encode(stale.keyId))": [{"createdSeconds": -86400, "riskMetric": 40}, \(good)],
+                    "\(Base64.encode(future.keyId))": [{"createdSeconds": 3600, "riskMetric": 40}, \(good)],
+                    "\(Base64.encode(expired.keyId))": [{"expirySeconds": -864000, "riskMetric": 40}, \(good)],
+                    "\(Base64.encode(rolledBack.keyId))": [
+                        {"createdSeconds": 50, "riskMetric": 3, "notBeforeSeconds": 1}, {"riskMetric": 40}, \(good)]},
+                 "default": [{"status": 304}]}
+                """
+            let standIn = try ReceiptRefreshHarness.standIn(script)
+            let topics = try Stack.topics("rfresh", partitions: 1)
+            let extra = try ReceiptRefreshHarness.environment(standIn)
+            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: extra)
+            defer { worker.kill(SIGTERM); worker.wait(seconds: 30) }
+            let reader = try TopicReader(topic: topics.verdicts)
+            let devices = [("stale", stale), ("future", future), ("expired", expired), ("rolled back", rolledBack)]
+            try produce(topics.jobs, devices.map { name, device in
+                (key: ReceiptRefreshHarness.key(device), value: Jobs.attestation(device, bundleId: bundleId, jobId: "\(bundleId)-\(name)"))
+            })
+            for (name, _) in devices { #expect(Self.verdict(reader, "\(bundleId)-\(name)")?["ok"] == .bool(true), "\(worker.log.suffix(1500))") }
+            let receipt = { (device: Device) in
+                try ReceiptRefreshHarness.value("SELECT encode(sha256(receipt), 'hex') FROM devices WHERE key_id = $1", device.keyId)
+            }
+            let metrics = { (device: Device) in
+                try ReceiptRefreshHarness.value("SELECT count(*)::text FROM receipt_metrics WHERE key_id = $1", device.keyId)
+            }
+            // Read once the verdicts are out: a refused refresh leaves it as it is, whenever it ran.
+            let attested = try devices.map { try receipt($0.1) }
+
+            // The rolled-back device first takes a good receipt (created 50 s ahead, inside the skew), then is
+            // handed one created before it.
+            #expect(try eventually(seconds: 30) { try metrics(rolledBack) == "1" }, "\(worker.log.suffix(1500))")
+            let storedFirst = try receipt(rolledBack)
+            let reasons = [
+                "creation time (field 12) is more than five minutes old", "creation time (field 12) is in the future",
+                "expiration time (field 21) has passed", "created before the stored receipt (a rollback)",
+            ]
+            for (index, (name, device)) in devices.enumerated() {
+                let refused = try eventually(seconds: 30) { try ReceiptRefreshHarness.state(device.keyId).status == "rejected" }
+                #expect(refused, "\(name): \(worker.log.suffix(1500))")
+                let state = try ReceiptRefreshHarness.state(device.keyId)
+                // Backed off: the next try is at least the rejected answers' first backoff away.
+                #expect((state.waitSeconds ?? 0) >= 900, "\(name): \(state)")
+                #expect(try receipt(device) == (index == 3 ? storedFirst : attested[index]), "\(name): the stored receipt moved")
+                #expect(try metrics(device) == (index == 3 ? "1" : "0"), "\(name)")
+                let lastError = try ReceiptRefreshHarness.value("SELECT last_error FROM receipt_refresh WHERE key_id = $1", device.keyId)
+                #expect(lastError == reasons[index], "\(name): \(lastError ?? "none")")
+                let line = worker.logLines.first {
+                    $0["msg"] == .string("refreshed receipt rejected; nothing stored") && $0["keyId"] == .string(Base64.encode(device.keyId))
+                }
+                #expect(line?["reason"] == .string(reasons[index]) && line?["teamId"] == .string(Jobs.teamId), "\(name): \(worker.log.suffix(1500))")
+            }
+            // The 40 was never scored, and nothing of a receipt or a key is in the log.
+            let scored = try PGConnection(conninfo: try Stack.databaseURL).execute(
+                "SELECT count(*) FROM device_risk WHERE bundle_id = $1 AND receipt_risk_metric = 40", [.text(bundleId)])
+            #expect(scored.int(0, 0) == 0)
+            for device in [stale, future, expired, rolledBack] {
+                #expect(!worker.log.contains(Base64.encode(device.publicKeyX962)))
+            }
+            #expect(!worker.log.contains("MII"), "a certificate or receipt reached the log")
+            let counts = try standIn.requests()
+            for (index, (name, device)) in devices.enumerated() {
+                #expect(counts[Base64.encode(device.keyId)]?.requests == (index == 3 ? 2 : 1), "\(name): \(counts)")
+            }
+
+            // A good refresh after the bad ones is stored.
+            var environment = extra
+            environment["ATTEST_DATABASE_URL"] = try Stack.databaseURL
+            environment["ATTEST_RECEIPT_TRUST_ANCHORS"] = Jobs.anchorFiles.receipt
+            for (name, device) in devices {
+                let refreshed = try ReceiptRefreshHarness.command(["receipt", "refresh", "--key-id", Base64.encode(device.keyId)], environment)
+                #expect(refreshed.status == 0 && JSONValue.parse(Array(refreshed.output.utf8))?["outcome"]?.stringValue == "refreshed",
+                    "\(name): \(refreshed.output)")
+                #expect(try ReceiptRefreshHarness.state(device.keyId).status == "refreshed", "\(name)")
+            }
+            #expect(try metrics(stale) == "1" && metrics(rolledBack) == "2")
+        }
+
         /// `attest-worker receipt refresh` refreshes one device from a shell (a worker without refresh
         /// attested it) and prints the parsed receipt; `receipt show` prints it with its metric history.
         @Test func receiptCommandsRefreshAndShowOneDevice() throws {

@@ -13,13 +13,14 @@ final class Journal: Sendable {
 struct StartFailure: Error, Equatable { let name: String }
 struct RunFailure: Error, Equatable { let name: String }
 
-/// A component that records its start and stop; it can refuse to start, fail once started, or hang in its
-/// stop until released.
+/// A component that records its start and stop; it can refuse to start, fail once started (or while its
+/// start runs), or hang in its stop until released.
 final class FakeService: Service, @unchecked Sendable {
     let name: String
     private let journal: Journal
     private let refuseStart: Bool
     private let failWhenStarted: Bool
+    private let failWhileStarting: Bool
     private let failWhileStopping: Bool
     /// Held by a hanging stop until signalled.
     let release = DispatchSemaphore(value: 0)
@@ -31,13 +32,14 @@ final class FakeService: Service, @unchecked Sendable {
     var failed: (@Sendable (any Error) -> Void)? { failedCallback.withLock { $0 } }
 
     init(
-        _ name: String, _ journal: Journal, refuseStart: Bool = false, failWhenStarted: Bool = false, failWhileStopping: Bool = false,
-        hangs: Bool = false
+        _ name: String, _ journal: Journal, refuseStart: Bool = false, failWhenStarted: Bool = false, failWhileStarting: Bool = false,
+        failWhileStopping: Bool = false, hangs: Bool = false
     ) {
         self.name = name
         self.journal = journal
         self.refuseStart = refuseStart
         self.failWhenStarted = failWhenStarted
+        self.failWhileStarting = failWhileStarting
         self.failWhileStopping = failWhileStopping
         self.hangs = hangs
     }
@@ -53,6 +55,12 @@ final class FakeService: Service, @unchecked Sendable {
             // From another thread, as a component's own thread would.
             let name = name
             Thread.detachNewThread { failed(RunFailure(name: name)) }
+        }
+        if failWhileStarting {
+            // From another thread, returning once the group has taken the failure in (its event started).
+            let name = name
+            Thread.detachNewThread { failed(RunFailure(name: name)) }
+            _ = eventually { journal.all.contains("failing \(name)") }
         }
     }
 
@@ -172,6 +180,25 @@ struct ServiceGroupTests {
         b.failed?(RunFailure(name: "b"))
         _ = try #require(run.wait())
         #expect(journal.all == ["start a", "start b", "failed b", "stop b", "stopped b", "stop a", "stopped a"])
+    }
+
+    @Test("a failure taken in while a start runs, its event still being sent, starts nothing more")
+    func failureWhileStarting() throws {
+        let journal = Journal()
+        let group = ServiceGroup(
+            [FakeService("a", journal, failWhileStarting: true), FakeService("b", journal)], shutdownTimeout: .seconds(10)
+        ) {
+            guard case .failed(let name, _) = $0 else { return }
+            journal.record("failing \(name)")
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let result = try #require(GroupRun(group).wait())
+        #expect(journal.all == ["start a", "failing a", "stop a", "stopped a"])
+        guard case .failure(.failed(let service, _)) = result else {
+            Issue.record("expected a failure, got \(result)")
+            return
+        }
+        #expect(service == "a")
     }
 
     @Test("a failure taken in while stopping is the group's failure, however slow its event's handler")

@@ -1,3 +1,4 @@
+import Durations
 import Foundation
 @testable import Observability
 import Synchronization
@@ -33,16 +34,17 @@ struct HTTPLimitsTests {
     static func trickle(port: Int, prefix: String, trickle: String, every: Double, limit: Double) throws -> Double? {
         let fd = try RawHTTP.connect(port: port, timeoutSeconds: 1)
         defer { close(fd) }
-        let start = Date()
+        // The continuous clock, as libmicrohttpd's deadline: a step of the wall clock must not move the figure.
+        let start = ContinuousClock.now
         RawHTTP.send(fd: fd, Array(prefix.utf8))
         var bytes = Array(trickle.utf8)[...]
-        while Date().timeIntervalSince(start) < limit {
+        while (ContinuousClock.now - start).timeInterval < limit {
             if let byte = bytes.popFirst() { RawHTTP.send(fd: fd, [byte]) }
             var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&pollfd, 1, Int32(every * 1000)) > 0 {
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if count <= 0 { return Date().timeIntervalSince(start) }
+                if count <= 0 { return (ContinuousClock.now - start).timeInterval }
             }
         }
         return nil

@@ -81,11 +81,15 @@ import Testing
         // An expiry closer than its margin after the not-before: due the margin before the expiry.
         let soon = Self.now.adding(seconds: 86_400 + 3600)
         #expect(Self.after(.refreshed(Self.receipt(notBefore: notBefore, expiry: soon))).dueAt == Self.now.adding(seconds: 3600))
-        // Neither field: the 304 interval; past fields: not sooner than the minimum.
+        // Neither field: the 304 interval; a not-before or expiry margin already past is no schedule: the
+        // other one when ahead, else the 304 interval, never due at once.
         #expect(Self.after(.refreshed(Self.receipt(notBefore: nil, expiry: nil))).dueAt == Self.now.adding(seconds: 6 * 3600))
-        #expect(
-            Self.after(.refreshed(Self.receipt(notBefore: Self.now.adding(seconds: -100), expiry: nil))).dueAt
-                == Self.now.adding(seconds: Self.schedule.minimumSeconds))
+        let past = Self.now.adding(seconds: -100)
+        #expect(Self.after(.refreshed(Self.receipt(notBefore: past, expiry: nil))).dueAt == Self.now.adding(seconds: 6 * 3600))
+        #expect(Self.after(.refreshed(Self.receipt(notBefore: past, expiry: Self.now.adding(seconds: -10 * 86_400)))).dueAt
+            == Self.now.adding(seconds: 6 * 3600))
+        #expect(Self.after(.refreshed(Self.receipt(notBefore: past, expiry: soon))).dueAt == Self.now.adding(seconds: 3600))
+        #expect(Self.after(.refreshed(Self.receipt(notBefore: Self.now, expiry: nil))).dueAt == Self.now.adding(seconds: 6 * 3600))
         // An expiry at the far end of time does not overflow (it is then as good as none).
         let end = Timestamp(microseconds: Int64.min + 10)
         #expect(Self.after(.refreshed(Self.receipt(notBefore: nil, expiry: end))).dueAt == Self.now.adding(seconds: 6 * 3600))
@@ -119,10 +123,20 @@ import Testing
         #expect(next == .init(dueAt: until, attempts: 2, status: .misconfigured, error: "401: key refused", pauseTeam: (until, 401)))
     }
 
-    @Test func aRejectedReceiptIsRetriedWithTheBackoff() {
+    @Test func aRejectedReceiptIsRetriedWithItsLongerBackoff() {
         #expect(
             Self.after(.rejected(reason: "signer"), attempts: 1)
-                == .init(dueAt: Self.now.adding(seconds: 120), attempts: 2, status: .rejected, error: "signer"))
+                == .init(dueAt: Self.now.adding(seconds: 1800), attempts: 2, status: .rejected, error: "signer"))
+        // A device whose answers are always bad: a handful of requests in its first hour, fewer after.
+        var (attempts, at, requests) = (0, Int64(0), [Int64]())
+        while at < 6 * 3600 {
+            requests.append(at)
+            let next = Self.after(.rejected(reason: "stale"), attempts: attempts)
+            at += next.dueAt.microseconds / 1_000_000 - Self.now.microseconds / 1_000_000
+            attempts = next.attempts
+        }
+        #expect(requests.filter { $0 < 3600 }.count == 3)
+        #expect(requests.count == 5, "\(requests)")
     }
 
     @Test func aSpentTeamBudgetWaitsForItsTokenAndIsNoAttempt() {

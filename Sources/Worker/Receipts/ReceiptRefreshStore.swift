@@ -9,6 +9,9 @@ public enum RefreshApplied: Sendable, Equatable {
     case stored(categoryChanged: Bool)
     /// The lease had expired and another worker took the device: nothing was written.
     case leaseLost
+    /// The device's receipt changed while Apple was asked (it attested again): the state was settled, the
+    /// refreshed receipt and its metric were not stored.
+    case superseded
 }
 
 /// The refresh schedule's reads and writes (``ReceiptRefreshTable``), each one transaction.
@@ -45,8 +48,8 @@ extension AttestStore {
         }
     }
 
-    /// Stores a refreshed receipt in one transaction, only while `owner` holds the lease: the device's
-    /// receipt replaced, its team's pause ended (Apple took the key), the state settled as `next`, and, when it carries a metric, the metric appended to
+    /// Stores a refreshed receipt in one transaction, only while `owner` holds the lease and the device
+    /// still holds the receipt Apple was sent: the device's receipt replaced, its team's pause ended (Apple took the key), the state settled as `next`, and, when it carries a metric, the metric appended to
     /// the history and scored into the device's risk row (its receipt factors replaced, the other factors
     /// as the last job left them), with a risk history row when the score moves and an event when the
     /// category does.
@@ -57,7 +60,9 @@ extension AttestStore {
             try c.transaction { c throws(PGError) -> RefreshApplied in
                 guard try c.execute(ReceiptRefreshTable.Settle(keyId: device.keyId, owner: owner, next: next, now: now, called: true)) == 1
                 else { return .leaseLost }
-                _ = try c.execute(ReceiptRefreshTable.StoreReceipt(keyId: device.keyId, der: receipt.der))
+                guard let sent = device.receipt,
+                    try c.execute(ReceiptRefreshTable.StoreReceipt(keyId: device.keyId, der: receipt.der, replacing: sent)) == 1
+                else { return .superseded }
                 if let teamId = device.teamId { try c.execute(ReceiptRefreshTable.ResumeTeam(teamId: teamId, now: now)) }
                 guard let metric = receipt.riskMetric, metric >= 0, let app = device.appDevice else { return .stored(categoryChanged: false) }
                 try c.execute(ReceiptRefreshTable.AppendMetric(keyId: device.keyId, createdAt: receipt.creationTime, metric: metric, storedAt: now))

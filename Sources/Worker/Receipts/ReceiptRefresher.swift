@@ -175,6 +175,15 @@ public final class ReceiptRefresher: Service {
             return Report(next: next, outcome: outcome, settled: applied != .leaseLost, categoryChanged: applied == .stored(categoryChanged: true))
         }
         let settled = try store.settleRefresh(device, owner: owner, next: next, now: after, called: true)
+        if case .rejected(let reason) = outcome {
+            // Apple's 200 (or whoever answered) was not a receipt to store: named by device and team, never
+            // with the receipt or a key.
+            logger.warning("refreshed receipt rejected; nothing stored", [
+                ("keyId", .string(Base64.encode(device.keyId))), ("deviceId", device.deviceId.map(JSONValue.string) ?? .null),
+                ("teamId", .string(teamId)), ("bundleId", .string(bundleId)), ("reason", .string(reason)),
+                ("nextDueAt", .string(next.dueAt.rfc3339)),
+            ])
+        }
         if case .misconfigured(let status, let reason) = outcome {
             // The reason is the client's classification, which never carries the key or the request.
             logger.error("Apple refused the team's DeviceCheck key; its refreshes are paused", [

@@ -79,8 +79,8 @@ public enum RefreshPlanner {
             return Next(dueAt: until, attempts: attempts, status: .misconfigured, error: "\(status): \(reason)", pauseTeam: (until, status))
         case .rejected(let reason):
             return Next(
-                dueAt: later(now, backoff(attempts: attempts, schedule), schedule), attempts: min(attempts + 1, maxAttempts),
-                status: .rejected, error: reason)
+                dueAt: later(now, backoff(attempts: attempts, from: schedule.rejectedBackoffInitialSeconds, schedule), schedule),
+                attempts: min(attempts + 1, maxAttempts), status: .rejected, error: reason)
         }
     }
 
@@ -90,20 +90,22 @@ public enum RefreshPlanner {
     }
 
     /// A refreshed receipt is due again at its not-before (Apple answers 304 before it), and in any case
-    /// `expiryMarginSeconds` before it expires; with neither, after the 304 interval.
+    /// `expiryMarginSeconds` before it expires; an instant of the two already past is no schedule (a
+    /// receipt handed back with a past not-before must not make the device due at once, again and again),
+    /// and with neither ahead it is due after the 304 interval.
     static func dueAfterRefresh(_ receipt: RefreshedReceipt, now: Timestamp, _ schedule: RefreshSchedule) -> Timestamp {
         let beforeExpiry = receipt.expirationTime.map { $0.microseconds.subtractingReportingOverflow(schedule.expiryMarginSeconds * 1_000_000) }
             .flatMap { $0.overflow ? nil : Timestamp(microseconds: $0.partialValue) }
-        guard let due = [receipt.notBefore, beforeExpiry].compactMap({ $0 }).min() else {
+        guard let due = [receipt.notBefore, beforeExpiry].compactMap({ $0 }).filter({ $0 > now }).min() else {
             return later(now, schedule.notModifiedSeconds, schedule)
         }
         return clamp(due, now: now, schedule)
     }
 
-    /// `initial × 2^attempts`, capped.
-    static func backoff(attempts: Int, _ schedule: RefreshSchedule) -> Int64 {
+    /// `initial × 2^attempts` (`initial` the schedule's first backoff unless given), capped.
+    static func backoff(attempts: Int, from initial: Int64? = nil, _ schedule: RefreshSchedule) -> Int64 {
         let doublings = min(max(attempts, 0), 40)
-        let (value, overflow) = schedule.backoffInitialSeconds.multipliedReportingOverflow(by: Int64(1) << doublings)
+        let (value, overflow) = (initial ?? schedule.backoffInitialSeconds).multipliedReportingOverflow(by: Int64(1) << doublings)
         return overflow ? schedule.backoffCapSeconds : min(value, schedule.backoffCapSeconds)
     }
 

@@ -13,6 +13,10 @@ public struct RefreshSchedule: Sendable, Equatable {
     /// The backoff after the first failure, doubling per consecutive failure up to `backoffCapSeconds`.
     public var backoffInitialSeconds: Int64
     public var backoffCapSeconds: Int64
+    /// The backoff after the first 200 whose receipt was rejected (forged, stale, expired, rolled back),
+    /// doubling to the same cap: an answer that is wrong once is wrong the next minute too, and each try
+    /// draws on the team's shared budget.
+    public var rejectedBackoffInitialSeconds: Int64
     /// A refreshed receipt is due again this long before it expires when its not-before is later.
     public var expiryMarginSeconds: Int64
     /// Idle devices (not seen recently, revoked, unconfigured team) are looked at again after this.
@@ -24,6 +28,7 @@ public struct RefreshSchedule: Sendable, Equatable {
     public init(
         seenWithinSeconds: Int64 = 30 * 86_400, notModifiedSeconds: Int64 = 6 * 3600, noDataSeconds: Int64 = 86_400,
         misconfiguredPauseSeconds: Int64 = 3600, backoffInitialSeconds: Int64 = 60, backoffCapSeconds: Int64 = 6 * 3600,
+        rejectedBackoffInitialSeconds: Int64 = 900,
         expiryMarginSeconds: Int64 = 86_400, idleSeconds: Int64 = 86_400, minimumSeconds: Int64 = 1,
         maximumSeconds: Int64 = 30 * 86_400
     ) {
@@ -33,6 +38,7 @@ public struct RefreshSchedule: Sendable, Equatable {
         self.misconfiguredPauseSeconds = misconfiguredPauseSeconds
         self.backoffInitialSeconds = backoffInitialSeconds
         self.backoffCapSeconds = backoffCapSeconds
+        self.rejectedBackoffInitialSeconds = rejectedBackoffInitialSeconds
         self.expiryMarginSeconds = expiryMarginSeconds
         self.idleSeconds = idleSeconds
         self.minimumSeconds = minimumSeconds

@@ -59,11 +59,13 @@ enum ReceiptRefreshTable {
     }
 
     /// Replaces the device's receipt with the refreshed one.
+    /// Replaces the receipt only while it is still `replacing`, the one Apple was sent: a receipt stored
+    /// meanwhile (the device attested again) is newer than anything this refresh knew of, and stands.
     struct StoreReceipt: PGAffectedRowsStatement {
-        static let sql = "UPDATE devices SET receipt = $2 WHERE key_id = $1"
+        static let sql = "UPDATE devices SET receipt = $2 WHERE key_id = $1 AND receipt = $3"
         let parameters: [PGValue]
 
-        init(keyId: [UInt8], der: [UInt8]) { parameters = [.bytes(keyId), .bytes(der)] }
+        init(keyId: [UInt8], der: [UInt8], replacing: [UInt8]) { parameters = [.bytes(keyId), .bytes(der), .bytes(replacing)] }
     }
 
     /// Appends a refreshed metric to the history; the same receipt stored again adds nothing.
