@@ -2,10 +2,11 @@ internal import CRdKafka
 import Durations
 import Glibc
 
-/// Reads every partition of one topic from where each ended when it was created, without a consumer group:
-/// the partitions are assigned directly, so no join or rebalance delays the first message, and nothing
-/// published after `init` returns is missed (each partition starts at the high watermark read then, not at
-/// an end resolved later). What a client awaiting its replies needs; offsets are never stored or committed.
+/// Reads every partition of one topic from where each ended when it was created (or from its first
+/// message), without a consumer group: the partitions are assigned directly, so no join or rebalance delays
+/// the first message, and nothing published after `init` returns is missed (each partition starts at the
+/// high watermark read then, not at an end resolved later). What a client awaiting its replies needs, and a
+/// test reading a topic through; offsets are never stored or committed.
 ///
 /// One thread at a time: `poll` and `close` are not for concurrent use.
 public final class KafkaTailReader {
@@ -13,11 +14,20 @@ public final class KafkaTailReader {
     private let limits: KafkaMessage.Limits
     public let partitions: [TopicPartition]
 
+    /// Where each partition is read from.
+    public enum Start: Sendable {
+        /// Its high watermark when `init` ran: only what is published after.
+        case end
+        /// Its first message still kept.
+        case beginning
+    }
+
     /// `properties` are librdkafka settings (bootstrap.servers, security); group settings are not needed.
     /// Waits up to `timeoutMs` for the topic's metadata and watermarks: throws when the topic does not exist
     /// or the broker does not answer.
     public init(
-        properties: [String: String], topic: String, limits: KafkaMessage.Limits = .unlimited, timeoutMs: Int32 = 10_000
+        properties: [String: String], topic: String, from start: Start = .end, limits: KafkaMessage.Limits = .unlimited,
+        timeoutMs: Int32 = 10_000
     ) throws(KafkaError) {
         self.limits = limits
         let config = try RDKafkaConfig(properties)
@@ -32,7 +42,10 @@ public final class KafkaTailReader {
         let deadline = clock.now.advanced(by: .milliseconds(timeoutMs))
         let ids = try Self.partitionIds(client, topic, until: deadline, clock: clock)
         var offsets = [TopicPartition: Int64]()
-        for id in ids {
+        for id in ids where start == .beginning {
+            offsets[TopicPartition(topic: topic, partition: id)] = Int64(RD_KAFKA_OFFSET_BEGINNING)
+        }
+        for id in ids where start == .end {
             var low: Int64 = 0
             var high: Int64 = 0
             let wait = Int32(clamping: max(1, clock.now.duration(to: deadline).wholeMilliseconds))

@@ -8,8 +8,8 @@ import Testing
 
 extension LiveStack {
     /// Faults injected into the real stack (issue 6). Each test names the guarantee it checks; together with
-    /// PipelineIntegrationTests (PostgreSQL restarted mid-run, one SIGKILL, a poison message) they cover the
-    /// failure modes a deployment meets.
+    /// PipelineIntegrationTests (one SIGKILL, a poison message) and the cluster-wide ones (ServiceOutageTests:
+    /// the broker frozen, PostgreSQL restarted) they cover the failure modes a deployment meets.
     @Suite struct FaultInjectionTests {
         /// Every job of `stream` has exactly one distinct verdict with its expected outcome, one row per job is
         /// stored, and every device's counter is at its last accepted assertion.
@@ -53,37 +53,6 @@ extension LiveStack {
             let last = try WorkerProcess(topics: topics, group: group)
             #expect(verdicts.read(seconds: 120) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(last.log.suffix(2000))")
             try expectDecidedOnce(stream, verdicts, assertions: 30, logs + String(last.log.suffix(1500)))
-        }
-
-        /// Guarantee: the broker being unreachable delays work but loses none. The worker starts while the
-        /// broker is frozen (SIGSTOP: connections hang, as with a partition), stays alive, and decides everything
-        /// once the broker thaws; frozen again mid-run, it picks up where it stopped.
-        @Test func theBrokerUnavailableAtStartAndMidRunDelaysButLosesNothing() throws {
-            let topics = try Stack.topics("broker")
-            let stream = try JobStream(devices: 16, assertions: 8)
-            try Jobs.registerApp(stream.bundleId)
-            let half = stream.messages.count / 2
-            try produce(topics.jobs, Array(stream.messages[..<half]))
-
-            try #require(try Stack.ops("kafka-pause") == 0)
-            let worker: WorkerProcess
-            do {
-                defer { _ = try? Stack.ops("kafka-resume") }
-                worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
-                Thread.sleep(forTimeInterval: 4)
-                #expect(worker.process.isRunning, "the worker gave up while the broker was away\n\(worker.log.suffix(1500))")
-                #expect(try worker.get("/healthz").status == 200)
-            }
-            let verdicts = try TopicReader(topic: topics.verdicts)
-            #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= half }, "\(worker.log.suffix(2000))")
-
-            try produce(topics.jobs, Array(stream.messages[half...]))
-            try #require(try Stack.ops("kafka-pause") == 0)
-            Thread.sleep(forTimeInterval: 3)
-            try #require(try Stack.ops("kafka-resume") == 0)
-            #expect(
-                verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-            try expectDecidedOnce(stream, verdicts, assertions: 8, String(worker.log.suffix(1500)))
         }
 
         /// Guarantee: nothing is dropped silently and one bad message never stops a partition. Oversize

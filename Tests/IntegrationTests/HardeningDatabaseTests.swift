@@ -6,12 +6,11 @@ import KafkaClient
 import PostgresClient
 import Testing
 
-extension LiveStack {
-    /// Database faults never lose a job (issue 11, item 5), each produced for real against a running worker:
-    /// a read-only database, terminated sessions, a deadlock, lock and statement timeouts, and a value
-    /// PostgreSQL refuses. Transient faults delay jobs without dead-lettering any; only a job whose own value
-    /// is refused is answered unstorable (and dead-lettered with its jobId), its neighbours stored as usual.
-    @Suite struct HardeningDatabaseTests {
+extension LiveStack.ClusterWide {
+    /// Database faults every session sees never lose a job (issue 11, item 5), each produced for real against
+    /// a running worker: a read-only database, terminated sessions, lock and statement timeouts set on the
+    /// role. Transient faults delay jobs without dead-lettering any.
+    @Suite struct DatabaseOutageTests {
         /// Guarantee: a read-only database (a failover to a standby) loses nothing. With writes refused
         /// (25006) the worker publishes nothing, dead-letters nothing and answers /readyz 503 with the reason;
         /// once writes are allowed again it reconnects by itself and decides every job once.
@@ -32,13 +31,13 @@ extension LiveStack {
 
                 #expect(worker.waitFor(body: "read-only (25006)", seconds: 30), "\(worker.log.suffix(2000))")
                 #expect(try worker.get("/readyz").status == 503)
-                Thread.sleep(forTimeInterval: 6)
+                Thread.sleep(forTimeInterval: 6)  // waits: 6 s of refused writes, in which nothing may be published
                 #expect(!verdicts.read(seconds: 1) { !$0.isEmpty }, "a verdict was published while writes failed")
                 #expect(!dead.read(seconds: 1) { !$0.isEmpty }, "a job was dead-lettered while writes failed")
                 #expect(try worker.retries("25") >= 3)
             }
             #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-            try FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 4, String(worker.log.suffix(1500)))
+            try LiveStack.FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 4, String(worker.log.suffix(1500)))
             #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "valid jobs were dead-lettered")
             #expect(worker.waitFor("/readyz", status: 200, seconds: 20), "readiness did not come back")
             // The outage is logged when it starts (once per lane at most) and when it ends, not per retry.
@@ -74,7 +73,7 @@ extension LiveStack {
             }
             let next = try WorkerProcess(topics: topics, group: group)
             #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(next.log.suffix(2000))")
-            try FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 3, String(next.log.suffix(1500)))
+            try LiveStack.FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 3, String(next.log.suffix(1500)))
             let dead = try TopicReader(topic: topics.deadLetters)
             #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "jobs were dead-lettered")
         }
@@ -98,12 +97,54 @@ extension LiveStack {
             }
             #expect(midLoad >= 2, "sessions terminated mid-load only \(midLoad) times")
             #expect(verdicts.read(seconds: 120) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-            try FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 12, String(worker.log.suffix(1500)))
+            try LiveStack.FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 12, String(worker.log.suffix(1500)))
             let dead = try TopicReader(topic: topics.deadLetters)
             #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "jobs were dead-lettered")
             #expect(worker.process.isRunning)
         }
 
+        /// Guarantee: lock and statement timeouts (55P03, 57014) are retried, not dead-lettered. The worker's
+        /// role gets a short timeout and its sessions are replaced; a test session holds a row the batch
+        /// writes, so every attempt times out, /readyz says so, and the job is stored once the row is free.
+        @Test(arguments: [("lock_timeout", "55", "lock not available (55P03)"), ("statement_timeout", "57", "statement timeout or cancel (57014)")])
+        func timeoutsAreRetriedNotDeadLettered(setting: String, sqlClass: String, reason: String) throws {
+            let topics = try Stack.topics("timeout", partitions: 1)
+            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
+            #expect(worker.waitFor("/readyz", status: 200, seconds: 30), "\(worker.log.suffix(1500))")
+            let jobId = "to-\(UUID().uuidString.prefix(8).lowercased())"
+            let admin = try DatabaseFaults.admin()
+            do {
+                defer {
+                    // Outside the held transaction, which an early failure leaves open (and would undo the reset).
+                    _ = try? admin.execute("ROLLBACK")
+                    _ = try? admin.execute("ALTER ROLE current_user RESET \(setting)")
+                }
+                try admin.execute("ALTER ROLE current_user SET \(setting) = '300ms'")
+                try DatabaseFaults.terminateWorkerSessions(admin)
+                try admin.execute("BEGIN")
+                try DatabaseFaults.holdVerdict(jobId, admin)
+                try produce(topics.jobs, [(nil, DatabaseFaults.invalidJob(jobId))])
+                #expect(worker.waitFor(body: reason, seconds: 30), "\(worker.log.suffix(2000))")
+                let deadline = Date().addingTimeInterval(20)
+                while try worker.retries(sqlClass) < 3 && Date() < deadline { Thread.sleep(forTimeInterval: 0.3) }
+                #expect(try worker.retries(sqlClass) >= 3)
+                try admin.execute("ROLLBACK")
+            }
+            let verdicts = try TopicReader(topic: topics.verdicts)
+            #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob[jobId] != nil }, "\(worker.log.suffix(2000))")
+            #expect(verdicts.verdictsByJob[jobId]?.count == 1)
+            let dead = try TopicReader(topic: topics.deadLetters)
+            #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "the timed-out job was dead-lettered")
+            #expect(worker.waitFor("/readyz", status: 200, seconds: 20))
+        }
+    }
+}
+
+extension LiveStack {
+    /// Database faults of one job or one table never lose a job: a deadlock is retried, and only a job
+    /// whose own value PostgreSQL refuses is answered unstorable (and dead-lettered with its jobId), its
+    /// neighbours stored as usual. Each is local to the test's schema, so it runs in a lane.
+    @Suite struct HardeningDatabaseTests {
         /// Guarantee: a deadlock victim (40P01) is retried, not dead-lettered. A test session holds the second
         /// of a batch's verdict rows, waits until the worker's batch holds the first and waits for the second,
         /// then asks for the first: PostgreSQL aborts the worker's transaction (the test session's
@@ -143,41 +184,6 @@ extension LiveStack {
             #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "the deadlock victim was dead-lettered")
             let stored = try DatabaseFaults.admin().execute("SELECT count(*) FROM verdicts WHERE job_id = ANY($1::text[])", [.array(.text(jobIds))])
             #expect(stored.int(0, 0) == Int64(jobIds.count))
-        }
-
-        /// Guarantee: lock and statement timeouts (55P03, 57014) are retried, not dead-lettered. The worker's
-        /// role gets a short timeout and its sessions are replaced; a test session holds a row the batch
-        /// writes, so every attempt times out, /readyz says so, and the job is stored once the row is free.
-        @Test(arguments: [("lock_timeout", "55", "lock not available (55P03)"), ("statement_timeout", "57", "statement timeout or cancel (57014)")])
-        func timeoutsAreRetriedNotDeadLettered(setting: String, sqlClass: String, reason: String) throws {
-            let topics = try Stack.topics("timeout", partitions: 1)
-            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
-            #expect(worker.waitFor("/readyz", status: 200, seconds: 30), "\(worker.log.suffix(1500))")
-            let jobId = "to-\(UUID().uuidString.prefix(8).lowercased())"
-            let admin = try DatabaseFaults.admin()
-            do {
-                defer {
-                    // Outside the held transaction, which an early failure leaves open (and would undo the reset).
-                    _ = try? admin.execute("ROLLBACK")
-                    _ = try? admin.execute("ALTER ROLE current_user RESET \(setting)")
-                }
-                try admin.execute("ALTER ROLE current_user SET \(setting) = '300ms'")
-                try DatabaseFaults.terminateWorkerSessions(admin)
-                try admin.execute("BEGIN")
-                try DatabaseFaults.holdVerdict(jobId, admin)
-                try produce(topics.jobs, [(nil, DatabaseFaults.invalidJob(jobId))])
-                #expect(worker.waitFor(body: reason, seconds: 30), "\(worker.log.suffix(2000))")
-                let deadline = Date().addingTimeInterval(20)
-                while try worker.retries(sqlClass) < 3 && Date() < deadline { Thread.sleep(forTimeInterval: 0.3) }
-                #expect(try worker.retries(sqlClass) >= 3)
-                try admin.execute("ROLLBACK")
-            }
-            let verdicts = try TopicReader(topic: topics.verdicts)
-            #expect(verdicts.read(seconds: 60) { _ in verdicts.verdictsByJob[jobId] != nil }, "\(worker.log.suffix(2000))")
-            #expect(verdicts.verdictsByJob[jobId]?.count == 1)
-            let dead = try TopicReader(topic: topics.deadLetters)
-            #expect(!dead.read(seconds: 2) { !$0.isEmpty }, "the timed-out job was dead-lettered")
-            #expect(worker.waitFor("/readyz", status: 200, seconds: 20))
         }
 
         /// Guarantee: a job whose own value PostgreSQL refuses (a CHECK on the verdict's jobId the test adds,
@@ -292,14 +298,18 @@ enum DatabaseFaults {
             [.text(jobId)])
     }
 
-    /// Waits until a worker session waits for a lock; false after `seconds`. `admin` may be inside a
-    /// transaction, where PostgreSQL keeps the first view of pg_stat_activity: each poll clears it.
+    /// Waits until a worker session waits for a lock `admin` holds (not any lock: another lane's tests hold
+    /// their own); false after `seconds`. `admin` may be inside a transaction, where PostgreSQL keeps the
+    /// first view of pg_stat_activity: each poll clears it.
     static func waitForWorkerLockWait(_ admin: PGConnection, seconds: Double) throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             try admin.execute("SELECT pg_stat_clear_snapshot()")
             let rows = try admin.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'attest-worker%' AND wait_event_type = 'Lock'")
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE application_name LIKE 'attest-worker%' AND pg_backend_pid() = ANY(pg_blocking_pids(pid))
+                """)
             if rows.int(0, 0) ?? 0 > 0 { return true }
             Thread.sleep(forTimeInterval: 0.05)
         }

@@ -277,7 +277,7 @@ extension LiveStack {
 
             let set = { (environments: String) throws in
                 try #require(try Self.cli(["app", "set", "--team", Jobs.teamId, "--bundle", bundleId, "--environments", environments]).status == 0)
-                Thread.sleep(forTimeInterval: 6)  // workers re-read apps every 5 s
+                Thread.sleep(forTimeInterval: 6)  // waits: 6 s, for the workers' re-read of apps (every 5 s)
             }
             try set("production")
             let refused = try line.decide(Jobs.assertion(dev, bundleId: bundleId, jobId: "dev-2-\(id)", counter: 2))

@@ -97,20 +97,18 @@ extension LiveStack {
             let topics = try Stack.topics("brokerts", partitions: 2)
             let bundleId = "com.example.brokerts.\(UUID().uuidString.prefix(8).lowercased())"
             try Jobs.registerApp(bundleId)
-            let now = Date()
+            // The records are stamped 40 s ago, as if they had waited that long in the topic: "10s" is
+            // consumed 50 s after its receivedAt, which only a bound measured at consumption would refuse.
+            let stamped = Date().addingTimeInterval(-40)
             let cases: [(name: String, back: Double, ok: Bool)] = [
                 ("1h", 3_600, false), ("23h", 82_800, false), ("31s", 31, false), ("10s", 10, true), ("0s", 0, true),
             ]
             let jobs = try cases.map { c in
                 let device = try Device()
                 return (key: Optional(Array(Base64.encode(device.keyId).utf8)),
-                        value: Jobs.attestation(device, bundleId: bundleId, jobId: "\(bundleId)-\(c.name)", receivedAt: now.addingTimeInterval(-c.back)))
+                        value: Jobs.attestation(device, bundleId: bundleId, jobId: "\(bundleId)-\(c.name)", receivedAt: stamped.addingTimeInterval(-c.back)))
             }
-            // Produced before any worker runs, then left waiting: "10s" is consumed more than 30 s after its
-            // receivedAt, which only a bound measured at consumption would refuse. (Minting took some of its
-            // 20 s of slack before the broker stamped it.)
-            try produce(topics.jobs, jobs)
-            Thread.sleep(forTimeInterval: 25)
+            try produce(topics.jobs, jobs, timestampMs: Int64(stamped.timeIntervalSince1970 * 1000))
             let worker = try WorkerProcess(
                 topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_MAX_RECEIVED_BEFORE_BROKER": "30"])
             let verdicts = try TopicReader(topic: topics.verdicts)

@@ -188,18 +188,16 @@ struct WorkerProcessError: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Reads a topic from the beginning with its own consumer group, keeping every message.
+/// Reads a topic from the beginning, keeping every message. Its partitions are assigned, not joined
+/// through a group: no join or rebalance (seconds on the test broker) before the first message.
 final class TopicReader: @unchecked Sendable {
-    let consumer: KafkaConsumer
+    let reader: KafkaTailReader
     private(set) var messages: [KafkaMessage] = []
 
     init(topic: String) throws {
-        var properties = Stack.kafkaProperties
+        var properties = Stack.kafkaProperties.filter { !["group.id", "session.timeout.ms", "heartbeat.interval.ms"].contains($0.key) }
         properties["bootstrap.servers"] = try Stack.brokers
-        properties["group.id"] = "reader-\(UUID().uuidString)"
-        properties["auto.offset.reset"] = "earliest"
-        properties["enable.auto.commit"] = "false"
-        consumer = try KafkaConsumer(properties: properties, topics: [topic], delegate: nil)
+        reader = try KafkaTailReader(properties: properties, topic: topic, from: .beginning)
     }
 
     /// Polls until `done(messages)` holds or `seconds` pass; returns whether it held.
@@ -207,7 +205,7 @@ final class TopicReader: @unchecked Sendable {
     func read(seconds: Double, until done: ([KafkaMessage]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            messages += consumer.poll(max: 1000, timeoutMs: 100)
+            messages += reader.poll(max: 1000, timeoutMs: 100)
             if done(messages) { return true }
         }
         return done(messages)
@@ -223,11 +221,12 @@ final class TopicReader: @unchecked Sendable {
         return result
     }
 
-    deinit { consumer.close() }
+    deinit { reader.close() }
 }
 
-/// Produces job messages keyed by keyId and waits for every acknowledgement.
-func produce(_ topic: String, _ messages: [(key: [UInt8]?, value: [UInt8])]) throws {
+/// Produces job messages keyed by keyId and waits for every acknowledgement; `timestampMs` is their
+/// record time (the broker timestamp of a CreateTime topic), now when nil.
+func produce(_ topic: String, _ messages: [(key: [UInt8]?, value: [UInt8])], timestampMs: Int64? = nil) throws {
     var properties = Stack.kafkaProperties.filter { !["group.id", "session.timeout.ms", "heartbeat.interval.ms", "fetch.wait.max.ms", "auto.offset.reset"].contains($0.key) }
     properties["bootstrap.servers"] = try Stack.brokers
     let producer = try KafkaProducer(properties: properties)
@@ -235,7 +234,7 @@ func produce(_ topic: String, _ messages: [(key: [UInt8]?, value: [UInt8])]) thr
     for message in messages {
         while true {
             do {
-                try producer.produce(topic: topic, key: message.key, value: message.value, headers: []) { result in
+                try producer.produce(topic: topic, key: message.key, value: message.value, headers: [], timestampMs: timestampMs) { result in
                     if case .failure = result { failures.withLock { $0 += 1 } }
                 }
                 break

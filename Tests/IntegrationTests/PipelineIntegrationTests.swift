@@ -144,27 +144,5 @@ extension LiveStack {
             #expect(rows.int(0, 0) == Int64(stream.expected.count))
         }
 
-        @Test func postgresRestartedMidRunLosesNothing() throws {
-            let topics = try Stack.topics("pg")
-            let stream = try JobStream(devices: 20, assertions: 10)
-            try Jobs.registerApp(stream.bundleId)
-            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: ["ATTEST_BATCH_SIZE": "16"])
-            let half = stream.messages.count / 2
-            try produce(topics.jobs, Array(stream.messages[..<half]))
-            let verdicts = try TopicReader(topic: topics.verdicts)
-            #expect(verdicts.read(seconds: 60) { $0.count >= half / 2 })
-            try #require(try Stack.ops("pg-stop") == 0)
-            // Readiness follows the database, even while nothing is being written.
-            #expect(worker.waitFor("/readyz", status: 503, seconds: 20), "/readyz stayed 200 with PostgreSQL stopped")
-            #expect(try worker.get("/healthz").status == 200)
-            try produce(topics.jobs, Array(stream.messages[half...]))
-            try #require(try Stack.ops("pg-start") == 0)
-            #expect(worker.waitFor("/readyz", status: 200, seconds: 30), "/readyz did not return to 200")
-            #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
-            for (jobId, copies) in verdicts.verdictsByJob where stream.expected[jobId] != nil {
-                #expect(Set(copies).count == 1)
-                #expect(JSONValue.parse(Array(copies[0].utf8))?["ok"] == .bool(true), "\(jobId): \(copies[0])")
-            }
-        }
     }
 }

@@ -7,8 +7,8 @@ import PostgresClient
 import Testing
 
 extension LiveStack {
-    /// Issue 14's "Retention works under load": a real worker with 10-second partitions and a 40-second
-    /// retention, in a database schema of its own (its maintenance manages that schema's tables only), runs
+    /// Issue 14's "Retention works under load": a real worker with 10-second partitions (the least the
+    /// setting allows) and a 20-second retention (the least a 10-second job age allows), in a database schema of its own (its maintenance manages that schema's tables only), runs
     /// across partition boundaries: old partitions are dropped with their rows, redeliveries inside the
     /// window get their stored verdicts byte for byte, and nothing newer is lost.
     @Suite struct RetentionIntegrationTests {
@@ -47,8 +47,8 @@ extension LiveStack {
                 topics: topics, group: "retention-\(UUID().uuidString)",
                 extra: [
                     "ATTEST_DATABASE_URL": url, "ATTEST_ADMIT_UNKNOWN_APPS": "true", "ATTEST_DEFAULT_ENVIRONMENTS": "any",
-                    "ATTEST_PARTITION_WIDTH": "10s", "ATTEST_MAX_JOB_AGE": "30", "ATTEST_VERDICT_RETENTION": "40s",
-                    "ATTEST_RISK_HISTORY_RETENTION": "40s",
+                    "ATTEST_PARTITION_WIDTH": "10s", "ATTEST_MAX_JOB_AGE": "10", "ATTEST_VERDICT_RETENTION": "20s",
+                    "ATTEST_RISK_HISTORY_RETENTION": "20s",
                 ])
             let reader = try TopicReader(topic: topics.verdicts)
             let c = try PGConnection(conninfo: url)
@@ -67,13 +67,14 @@ extension LiveStack {
             #expect(try Self.count(c, "verdicts", jobs: a.ids) == Int64(a.ids.count))
 
             // Batch B, at least one partition later.
-            Thread.sleep(forTimeInterval: 11)
+            Thread.sleep(forTimeInterval: 11)  // waits: 11 s, for the next 10-second partition (the least width)
             let b = try Self.stream("com.example.retention.b\(UInt16.random(in: 0...9999))", assertions: 4)
             try produce(topics.jobs, b.jobs)
             try #require(reader.read(seconds: 60) { _ in b.ids.allSatisfy { reader.verdictsByJob[$0]?.count == 1 } },
                 "batch B was not answered: \(worker.log.suffix(2000))")
 
-            // A's partitions go once they are wholly older than 40 s; B's rows stay meanwhile.
+            // A's partitions go once they are wholly older than 20 s; B's rows stay meanwhile.
+            // waits: up to 30 s, for A's partition to pass the retention (the least a job age allows)
             let deadline = Date().addingTimeInterval(120)
             var aLeft = Int64(a.ids.count)
             var bLeftWhenAWent: Int64 = -1

@@ -8,9 +8,17 @@ import PostgresClient
 import Testing
 
 /// Every integration suite nests in this one (`extension LiveStack { @Suite struct … }`): `.serialized` is
-/// inherited, so a test that stops PostgreSQL or freezes the broker never runs beside another's test, and
-/// two cores are not shared by several workers under test at once.
+/// inherited, so within one `swift test` process the suites run one test at a time. ops/test runs several
+/// such processes at once (lanes, by suite), each on a database schema of its own (ATTEST_DATABASE_URL's
+/// search_path) and with topics, groups and apps of each test's own, so a lane sees nothing of another.
 @Suite(.serialized) enum LiveStack {}
+
+extension LiveStack {
+    /// The tests that change what every session or client sees (database settings and roles, terminated
+    /// sessions, PostgreSQL stopped, the broker paused): ops/test runs them alone, after the lanes, so no
+    /// other test meets their faults.
+    @Suite enum ClusterWide {}
+}
 
 /// The local stack the integration tests run against (`ops/stack up`, `eval "$(ops/stack env)"`): they fail,
 /// never skip, when it is missing, because CI always provides it.
@@ -31,11 +39,13 @@ enum Stack {
         (try? KafkaProperties.parse(environment["ATTEST_KAFKA_PROPERTIES"] ?? "")) ?? [:]
     }
 
-    /// The `attest-worker` built beside this test binary: the debug build, or the AddressSanitizer one when
-    /// the suite runs under `--sanitize=address`, so the worker processes are checked too.
+    /// The `attest-worker` the tests run: in ITEST_BIN_DIR when set (ops/test: the release build users run),
+    /// else the one built beside this test binary (the debug build, or the AddressSanitizer one under
+    /// `--sanitize=address`, so the worker processes are checked too). attest-bench is taken beside it.
     static var binary: String {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("attest-worker").path
+        let directory = environment["ITEST_BIN_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        return directory.appendingPathComponent("attest-worker").path
     }
 
     /// Runs `ops/stack ARGS…` and waits.
