@@ -225,6 +225,24 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         #expect(metrics.registry.render().contains("attest_job_id_reused_total 2\n"))
     }
 
+    /// Two jobIds Unicode calls equivalent but whose bytes differ are two jobs, as they are two rows: both
+    /// decided in one batch, each redelivery answered with its own stored verdict.
+    @Test mutating func canonicallyEquivalentJobIdsAreTwoJobs() throws {
+        let metrics = WorkerMetrics()
+        let processor = BatchProcessor(
+            verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
+            devices: DeviceCache(),
+            settings: BatchProcessor.Settings(verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024),
+            metrics: metrics)
+        let (composed, decomposed) = (Self.attestationJob(try Device(), jobId: "caf\u{E9}-1"), Self.attestationJob(try Device(), jobId: "cafe\u{301}-1"))
+        let first = try processor.process([message(composed), message(decomposed)])
+        #expect(verdicts(first).map { $0["ok"] } == [.bool(true), .bool(true)], "\(verdicts(first))")
+        let again = try processor.process([message(decomposed), message(composed)])
+        #expect(again[0].value == first[1].value && again[1].value == first[0].value)
+        #expect(!metrics.registry.render().contains("attest_job_id_reused_total 1"))
+        #expect(store.verdicts.count == 2)
+    }
+
     static func assertionJob(_ device: Device, jobId: String, counter: UInt32, bundleId: String = bundleId) -> [UInt8] {
         let cdh = Digest.sha256.hash(Array("request-\(counter)".utf8))
         let minted = try! device.mintAssertion(teamId: teamId, bundleId: bundleId, clientDataHash: cdh, counter: counter)

@@ -215,6 +215,40 @@ extension BatchProcessorTests {
         #expect(text.contains(#"attest_replies_refused_total{reason="malformed"} 2"#))
     }
 
+    /// Replies go to a bounded number of distinct topics, shared by the lanes: one topic more gets no reply
+    /// (`too_many_topics`), the topics already used keep theirs.
+    @Test mutating func aNewReplyTopicPastTheBoundGetsNoReply() throws {
+        let metrics = WorkerMetrics()
+        let processor = BatchProcessor(
+            verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
+            devices: DeviceCache(),
+            settings: BatchProcessor.Settings(
+                verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024,
+                replyTopics: try ReplyTopics(parsing: "replies*", reserved: ["verdicts", "dead", "jobs"]),
+                replyTopicsInUse: ReplyTopicsInUse(limit: 2)),
+            metrics: metrics)
+        let lane = processor.sharing(store: store)
+        var routed = [[String]]()
+        for (n, topic) in ["replies.a", "replies.b", "replies.c", "replies.a"].enumerated() {
+            let out = try (n % 2 == 0 ? processor : lane).process([
+                message(Self.attestationJob(try Device(), jobId: "bound-\(n)"), headers: [("reply-to", topic)])
+            ])
+            routed.append(out[0].then.map { $0.topic })
+        }
+        #expect(routed == [["replies.a"], ["replies.b"], [], ["replies.a"]])
+        #expect(metrics.registry.render().contains(#"attest_replies_refused_total{reason="too_many_topics"} 1"#))
+    }
+
+    /// Headers past what the consumer kept may repeat one it kept: then it counts as given twice.
+    @Test func aHeaderSeenOnceAmongHeadersNotAllKeptCountsAsGivenTwice() {
+        let headers: [(name: String, value: [UInt8])] = [("reply-to", Array("replies.a".utf8)), ("correlation-id", [0x63])]
+        #expect(JobHeaders(headers).reply == .topic("replies.a", partition: nil))
+        let cut = JobHeaders(headers, allKept: false)
+        guard case .malformed = cut.reply else { Issue.record("\(cut.reply)"); return }
+        #expect(cut.correlationId == nil)
+        #expect(JobHeaders([("correlation-id", [0x63])], allKept: false).reply == .none)
+    }
+
     /// The decision never depends on routing: a redelivery gets the stored verdict, byte for byte, routed by
     /// its own headers (another reply topic, another correlation id, or none).
     @Test mutating func aRedeliveryIsRoutedByItsOwnHeaders() throws {

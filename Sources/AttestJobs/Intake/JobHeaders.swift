@@ -33,16 +33,19 @@ public struct JobHeaders: Sendable, Equatable {
     /// Only with a valid `traceparent` (Trace Context: a tracestate alone is discarded).
     public var tracestate: String?
 
-    public init(_ headers: [(name: String, value: [UInt8])]) {
+    /// `allKept`: false when the message had more headers than the consumer kept (its bounds): then a
+    /// header seen once may be given again past them, and counts as given twice.
+    public init(_ headers: [(name: String, value: [UInt8])], allKept: Bool = true) {
         func only(_ name: String) -> [UInt8]?? {
             let values = headers.filter { $0.name == name }.map(\.value)
             guard !values.isEmpty else { return .none }
-            return values.count == 1 ? .some(values[0]) : .some(nil)
+            return values.count == 1 && allKept ? .some(values[0]) : .some(nil)
         }
+        let twice = allKept ? "given more than once" : "given more than once, or with headers past the ones read"
         switch (only(Self.replyTo), only(Self.replyPartition)) {
         case (.none, _): reply = .none
-        case (.some(nil), _): reply = .malformed("reply-to given more than once")
-        case (_, .some(nil)): reply = .malformed("reply-partition given more than once")
+        case (.some(nil), _): reply = .malformed("reply-to \(twice)")
+        case (_, .some(nil)): reply = .malformed("reply-partition \(twice)")
         case (.some(let topic?), let partition):
             if let name = Self.topicName(topic) {
                 if case .some(let bytes?) = partition {

@@ -29,4 +29,10 @@ public struct DeviceIdentity: Hashable, Sendable {
     }
 
     private static func fingerprint(_ text: String) -> String { "fingerprint:" + text }
+
+    /// Byte for byte, as `device_risk` and `mad_devices` key it (``ExactText``): two fingerprints Unicode
+    /// calls equivalent are two devices there, so they are two here.
+    public static func == (a: Self, b: Self) -> Bool { ExactText.equal(a.value, b.value) }
+
+    public func hash(into hasher: inout Hasher) { ExactText.hash(value, into: &hasher) }
 }

@@ -87,7 +87,7 @@ public final class WorkerMetrics: Sendable {
             labelNames: ["error"])
         repliesRefused = registry.counter(
             "attest_replies_refused_total",
-            help: "Verdict replies not sent: reply-to not allowed or malformed, or refused by the broker (no such topic or partition).",
+            help: "Verdict replies not sent: reply-to not allowed or malformed, one reply topic too many, or refused by the broker (no such topic or partition).",
             labelNames: ["reason"])
         inFlight = registry.gauge("attest_jobs_in_flight", help: "Messages consumed and not yet acknowledged.")
         // Bounded by the partitions of the job topics (series are never removed: a revoked one is set to 0).

@@ -34,14 +34,18 @@ public final class BatchProcessor: Sendable {
         public var outboundBudget: OutboundBudget = .standard
         /// ATTEST_REPLY_TOPICS: where a job's `reply-to` may send a copy of its verdict.
         public var replyTopics: ReplyTopics = .none
+        /// How many distinct topics replies go to, shared by the lanes (``sharing(store:)`` keeps it).
+        public var replyTopicsInUse: ReplyTopicsInUse
 
         public init(
             verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = RecordClassifier.defaultMaxMessageBytes,
             admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2,
-            tokenSigner: TokenSigner? = nil, outboundBudget: OutboundBudget = .standard, replyTopics: ReplyTopics = .none
+            tokenSigner: TokenSigner? = nil, outboundBudget: OutboundBudget = .standard, replyTopics: ReplyTopics = .none,
+            replyTopicsInUse: ReplyTopicsInUse = ReplyTopicsInUse()
         ) {
             self.outboundBudget = outboundBudget
             self.replyTopics = replyTopics
+            self.replyTopicsInUse = replyTopicsInUse
             self.verdictsTopic = verdictsTopic
             self.deadLetterTopic = deadLetterTopic
             self.maxMessageBytes = maxMessageBytes
@@ -277,7 +281,7 @@ public final class BatchProcessor: Sendable {
     /// an allowed one. Routing reads only the consumed message's headers, never the decision: a redelivery
     /// is answered where its own headers say.
     private func verdict(_ message: KafkaMessage, jobId: String, key: [UInt8]?, json: String) -> Outbound {
-        let job = JobHeaders(message.headers)
+        let job = JobHeaders(message.headers, allKept: message.headerCount == message.headers.count)
         let headers = [(name: JobHeaders.jobId, value: Array(jobId.utf8))] + job.passedOn
         var out = Outbound(
             source: message.topicPartition, sourceOffset: message.offset, topic: settings.verdictsTopic,
@@ -290,16 +294,18 @@ public final class BatchProcessor: Sendable {
         return out
     }
 
-    /// The reply topic (and partition) a job asked for when ATTEST_REPLY_TOPICS allows it; nil otherwise,
-    /// and a reply-to that is refused (not allowed, malformed) is logged and counted: its verdict still goes
-    /// to the verdicts topic.
+    /// The reply topic (and partition) a job asked for when ATTEST_REPLY_TOPICS allows it and it is one of
+    /// the topics replies may go to (``ReplyTopicsInUse``); nil otherwise, and a reply-to that is refused
+    /// (not allowed, malformed, one topic too many) is logged and counted: its verdict still goes to the
+    /// verdicts topic.
     private func replyRoute(_ job: JobHeaders, jobId: String) -> (topic: String, partition: Int32?)? {
         let (reason, detail): (String, String)
         switch job.reply {
         case .none:
             return nil
         case .topic(let topic, let partition) where settings.replyTopics.allows(topic):
-            return (topic, partition)
+            if settings.replyTopicsInUse.admit(topic) { return (topic, partition) }
+            (reason, detail) = ("too_many_topics", "replies already go to \(settings.replyTopicsInUse.limit) topics; \(topic) is one more")
         case .topic(let topic, _):
             (reason, detail) = ("not_allowed", "\(topic) is not in ATTEST_REPLY_TOPICS")
         case .malformed(let why):

@@ -23,20 +23,33 @@ public final class DeviceCache: Sendable {
     public func get(_ keyId: [UInt8]) -> Entry? { entries.withLock { $0[keyId] } }
 
     /// Stores a device read from or written to the database; nil when its key is not a valid P-256 point.
+    /// A revocation the entry holds is kept when `record` has none: nothing un-revokes a key, and a record
+    /// built from an older read (a lane storing its attestation, or advancing a counter) must not wipe a
+    /// revocation another lane's prefetch read since.
     @discardableResult
     public func put(_ record: DeviceRecord) -> Entry? {
-        if var existing = get(record.keyId), existing.record.publicKey == record.publicKey {
-            existing.record = record
-            entries.withLock { $0[record.keyId] = existing }
+        let updated = entries.withLock { entries -> Entry? in
+            guard var existing = entries[record.keyId], existing.record.publicKey == record.publicKey else { return nil }
+            existing.record = Self.keepingRevocation(record, of: existing.record)
+            entries[record.keyId] = existing
             return existing
         }
+        if let updated { return updated }
         guard let key = ECPublicKey(p256Point: record.publicKey) else { return nil }
-        let entry = Entry(record: record, key: key)
-        entries.withLock { entries in
+        return entries.withLock { entries in
+            let record = Self.keepingRevocation(record, of: entries[record.keyId]?.record)
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            let entry = Entry(record: record, key: key)
             entries[record.keyId] = entry
+            return entry
         }
-        return entry
+    }
+
+    private static func keepingRevocation(_ record: DeviceRecord, of existing: DeviceRecord?) -> DeviceRecord {
+        guard record.revokedAt == nil, let revokedAt = existing?.revokedAt else { return record }
+        var kept = record
+        kept.revokedAt = revokedAt
+        return kept
     }
 
     public func remove(_ keyId: [UInt8]) { _ = entries.withLock { $0.removeValue(forKey: keyId) } }
