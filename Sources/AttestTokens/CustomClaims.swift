@@ -30,11 +30,18 @@ public struct CustomClaims: Sendable, Equatable {
         }
         for (name, value) in members {
             guard !name.isEmpty else { throw Invalid(description: "a claim name must not be empty") }
+            guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw Invalid(description: "a claim name must not hold control characters (NUL among them)")
+            }
             guard !TokenClaims.reserved.contains(name) else {
                 throw Invalid(description: "claim \(name) is set by the worker and cannot be a custom claim")
             }
             guard Self.depth(of: value) < Self.maxDepth else {
                 throw Invalid(description: "claim \(name) nests deeper than \(Self.maxDepth) levels")
+            }
+            guard Self.numbersKeep(value) else {
+                throw Invalid(
+                    description: "claim \(name) holds a number a JSON reader may not keep as written: infinite, or a whole number beyond ±2^53")
             }
         }
         let size = json.serialized().utf8.count
@@ -62,6 +69,21 @@ public struct CustomClaims: Sendable, Equatable {
     public var members: [(String, JSONValue)] {
         if case .object(let members) = json { return members }
         return []
+    }
+
+    /// Every reader keeps integers within ±2^53 exactly (JavaScript's, PyJWT's through float); a number
+    /// beyond that, or one that overflowed to infinity, would reach a relying party as something else.
+    static let maxExactInteger: Int64 = 1 << 53
+
+    /// Whether every number in `value` reads back as written.
+    private static func numbersKeep(_ value: JSONValue) -> Bool {
+        switch value {
+        case .int(let n): return n.magnitude <= UInt64(maxExactInteger)
+        case .double(let d): return d.isFinite && (d.rounded() != d || d.magnitude <= Double(maxExactInteger))
+        case .array(let items): return items.allSatisfy(numbersKeep)
+        case .object(let members): return members.allSatisfy { numbersKeep($0.1) }
+        default: return true
+        }
     }
 
     /// Levels of arrays and objects in `value`: 0 for a scalar.

@@ -40,6 +40,22 @@ import Testing
         #expect(Self.refusal(#"{"":1}"#) == "a claim name must not be empty")
     }
 
+    @Test(arguments: [#"{"a\u0000b":1}"#, #"{"a\nb":1}"#, #"{"\u0007":1}"#])
+    func refusesControlCharactersInNames(_ text: String) {
+        #expect(Self.refusal(text) == "a claim name must not hold control characters (NUL among them)")
+    }
+
+    /// Numbers a relying party would read as something else: infinite, or whole beyond 2^53.
+    @Test(arguments: ["1e400", "-1e400", "12345678901234567890", "9007199254740993", "-9007199254740993", "[1, {\"x\": 1e300000}]"])
+    func refusesNumbersAReaderWouldNotKeep(_ number: String) {
+        #expect(Self.refusal(#"{"n":\#(number)}"#)?.hasPrefix("claim n holds a number") == true, "\(number)")
+    }
+
+    @Test func keepsNumbersEveryReaderKeeps() throws {
+        let claims = try CustomClaims(text: #"{"a":9007199254740992,"b":-9007199254740992,"c":1.5e-300,"d":0.1,"e":-0}"#)
+        #expect(claims.members.count == 5)
+    }
+
     @Test func boundsTheMembers() throws {
         func object(_ n: Int) -> String { "{" + (0..<n).map { "\"c\($0)\":\($0)" }.joined(separator: ",") + "}" }
         #expect(try CustomClaims(text: object(CustomClaims.maxMembers)).members.count == CustomClaims.maxMembers)

@@ -106,6 +106,11 @@ extension LiveStack {
             let deadline = Date().addingTimeInterval(30)
             while try db.execute(count, [.text(bundleId)]).int(0, 0) ?? 0 < 6, Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
             #expect(try db.execute(count, [.text(bundleId)]).int(0, 0) == 6, "\(worker.log.suffix(1500))")
+            // The backlog shows on /metrics (what AttestEventsNotPublished watches), growing while refused.
+            let oldest = {
+                try prometheusSamples(try worker.get("/metrics").body).first { $0.name == "attest_events_oldest_unpublished_seconds" }?.value
+            }
+            #expect(try eventually(seconds: 30) { (try oldest() ?? 0) > 0.5 }, "\(worker.log.suffix(1500))")
             worker.kill(SIGKILL)
             worker.wait(seconds: 10)
 

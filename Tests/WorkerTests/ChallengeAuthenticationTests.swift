@@ -67,6 +67,28 @@ import Testing
         #expect(ClientAddress.bucketKey("") == "")
     }
 
+    /// A bucket found empty answers the rest of its wait from memory: a flood of refused requests asks the
+    /// database once per bucket and wait, then again once the wait has passed.
+    @Test func anEmptyRefusalBucketIsRememberedUntilItsRetryAfter() throws {
+        let calls = Mutex([String: Int]())
+        let take: ChallengeEndpoint.Take = { bucket, _ in
+            calls.withLock { $0[bucket, default: 0] += 1 }
+            return bucket.hasPrefix("ip:") ? 7 : nil
+        }
+        let refusals = RefusalBuckets()
+        let limit = RateLimitStore.Limit(perMinute: 60, burst: 1)
+        let start = ContinuousClock.now
+        for second in 0..<5 {
+            let wait = try refusals.take(address: "192.0.2.1", perAddress: limit, all: limit, now: start + .seconds(second), take)
+            #expect(wait == 7 - second)
+        }
+        #expect(calls.withLock { $0 } == ["ip:192.0.2.1": 1])
+        // Past the wait, the database is asked again; another address is its own.
+        #expect(try refusals.take(address: "192.0.2.1", perAddress: limit, all: limit, now: start + .seconds(7), take) == 7)
+        #expect(try refusals.take(address: "192.0.2.2", perAddress: limit, all: limit, now: start, take) == 7)
+        #expect(calls.withLock { $0 } == ["ip:192.0.2.1": 2, "ip:192.0.2.2": 1])
+    }
+
     // MARK: The endpoint's order of checks
 
     static func endpoint(_ buckets: CountingBuckets, failuresPerAddress: Int = 3, failures: Int = 5) -> ChallengeEndpoint {

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Runs test suites of the package's test binary in parallel lanes (ops/test).
 
-usage: test_lanes.py --binary XCTEST --phase NAME --lanes N --results DIR [--filter REGEX] [--skip REGEX]
+usage: test_lanes.py --binary XCTEST --phase NAME --lanes N --results DIR [--filter REGEX]... [--skip REGEX]
 
-The tests are those the binary lists (Swift Testing) whose id matches --filter and not --skip (Python
-regular expressions, searched). They are grouped by suite (the id up to its last `/`) and handed out one
+The tests are those the binary lists (Swift Testing) whose id matches every --filter and not --skip
+(Python regular expressions, searched). They are grouped by suite (the id up to its last `/`) and handed out one
 suite at a time, the suites with most tests first, to N lanes: each lane runs one suite after another
 as its own process of the binary, so a lane never waits for a slower one to finish a share fixed in
 advance. Each lane has a PostgreSQL schema of its own (ATTEST_DATABASE_URL with that search_path,
@@ -31,13 +31,14 @@ def main():
     parser.add_argument("--phase", required=True)
     parser.add_argument("--lanes", type=int, required=True)
     parser.add_argument("--results", required=True)
-    parser.add_argument("--filter", default="")
+    parser.add_argument("--filter", action="append", default=[])
     parser.add_argument("--skip")
     args = parser.parse_args()
 
     listed = subprocess.run([args.binary, "--testing-library", "swift-testing", "--list-tests"],
                             capture_output=True, text=True, check=True).stdout.split()
-    tests = [t for t in listed if re.search(args.filter, t) and not (args.skip and re.search(args.skip, t))]
+    tests = [t for t in listed
+             if all(re.search(f, t) for f in args.filter) and not (args.skip and re.search(args.skip, t))]
     if not tests:
         print(f"[lanes] {args.phase}: no test matches", file=sys.stderr)
         return 1

@@ -11,7 +11,9 @@ import Synchronization
 /// send one row at the same time), publishes them keyed by app or device, and marks those the broker
 /// acknowledged as published in the claiming transaction; then purges rows published longer ago than the
 /// retention. A row stays unpublished until acknowledged, so a crash anywhere re-sends it at worst
-/// (consumers dedupe by eventId) and never loses it. Failures back off, capped, before the next round.
+/// (consumers dedupe by eventId) and never loses it. Failures back off, capped, before the next round; the
+/// age of the oldest unpublished event is exported each round, so a broker that refuses the topic (missing,
+/// or an ACL) is seen by an alert before the outbox grows for long.
 /// Every worker runs one, on a database connection and a producer of its own.
 public final class EventPublisher: Service {
     public let name = "event publisher"
@@ -44,6 +46,7 @@ public final class EventPublisher: Service {
     private let logger: Logger
     private let published: Counter
     private let failures: Counter
+    private let oldestUnpublished: Gauge
     /// The backoff after failed rounds and when the next round may run.
     private let retry: Mutex<(backoff: Backoff, resumeAt: ContinuousClock.Instant?)>
     private let task: Mutex<PeriodicTask?> = Mutex(nil)
@@ -55,8 +58,13 @@ public final class EventPublisher: Service {
         self.settings = settings
         // Gives up on an outage after a while: the round fails and backs off, so stop is never held for long.
         connection = PGReconnectingConnection(conninfo: conninfo, applicationName: "attest-worker-events", retryTimeout: .seconds(10))
-        // A delivery fails within 30 s at most, so a round (and the stop waiting for it) ends by then.
-        producer = try KafkaProducer(properties: ["message.timeout.ms": "30000"].merging(producerProperties) { _, b in b })
+        // A delivery fails within 30 s at most, so a round (and the claim transaction it holds, and the stop
+        // waiting for it) ends by then: an operator's message.timeout.ms may shorten that, never lengthen it
+        // (0 would be forever).
+        var properties = producerProperties
+        let timeout = properties["message.timeout.ms"].flatMap(Int.init).map { (1...30_000).contains($0) ? $0 : 30_000 } ?? 30_000
+        properties["message.timeout.ms"] = String(timeout)
+        producer = try KafkaProducer(properties: properties)
         self.clock = clock
         self.logger = logger
         published = registry.counter(
@@ -64,6 +72,9 @@ public final class EventPublisher: Service {
             labelNames: ["kind"])
         failures = registry.counter(
             "attest_events_publish_failures_total", help: "Publisher rounds that failed (database or broker) and backed off.")
+        oldestUnpublished = registry.gauge(
+            "attest_events_oldest_unpublished_seconds",
+            help: "How long the oldest event of the outbox has waited for the broker, after this worker's last round (0: none waits).")
         retry = Mutex((Backoff(initial: settings.interval, cap: max(settings.maxBackoff, settings.interval)), nil))
     }
 
@@ -98,6 +109,8 @@ public final class EventPublisher: Service {
             }
             let before = clock.now().adding(seconds: -settings.retentionSeconds)
             _ = try connection.run { c throws(PGError) in try c.execute(EventsTable.Purge(before: before, limit: 10_000)) }
+            // What a refusing broker leaves behind shows, whatever this round sent: the backlog's age.
+            oldestUnpublished.set(try connection.run { c throws(PGError) in try c.execute(EventsTable.OldestUnpublished()) }.seconds)
             if complete {
                 retry.withLock { $0.backoff.reset(); $0.resumeAt = nil }
             } else {

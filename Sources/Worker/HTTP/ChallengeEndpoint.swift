@@ -15,7 +15,8 @@ import PostgresClient
 /// Checks in order, each with its answer: the body (400/413), the credential (401), and the rate buckets,
 /// all in PostgreSQL and so shared by every worker: a refused credential takes from its client address's
 /// bucket and then from the bucket of all refusals (429 once either is empty, so scanning app ids or keys
-/// costs the scanner), an admitted one from its app's bucket (429).
+/// costs the scanner; ``RefusalBuckets`` answers the rest of the wait from memory), an admitted one from
+/// its app's bucket (429).
 ///
 /// The handler runs on a libmicrohttpd connection thread and makes at most three short round trips over
 /// ``ChallengeIssuer``'s own connection, whose retries are bounded, so the thread is held for seconds at most.
@@ -48,6 +49,7 @@ public struct ChallengeEndpoint: Sendable {
     private let logger: Logger
     private let metrics: WorkerMetrics
     private let requests: Counter
+    private let refusals = RefusalBuckets()
 
     public init(
         issue: @escaping Issue, take: @escaping Take, authenticator: ChallengeAuthenticator, limits: Limits,
@@ -101,11 +103,11 @@ public struct ChallengeEndpoint: Sendable {
             guard try authenticator.admits(authorization: request.header("Authorization"), teamId: teamId, bundleId: bundleId) else {
                 // The client's address, then every refusal together: one scanner is held back by the first, many
                 // by the second, and a limited address does not drain the shared bucket further.
-                for (bucket, limit) in [
-                    ("ip:" + ClientAddress.bucketKey(request.clientAddress), limits.failuresPerAddress),
-                    ("unauthenticated", limits.failures),
-                ] {
-                    if let retryAfter = try take(bucket, limit) { return HTTPResponse.rateLimited(retryAfter, "too many refused requests") }
+                if let retryAfter = try refusals.take(
+                    address: ClientAddress.bucketKey(request.clientAddress), perAddress: limits.failuresPerAddress,
+                    all: limits.failures, take)
+                {
+                    return HTTPResponse.rateLimited(retryAfter, "too many refused requests")
                 }
                 var response = HTTPResponse.jsonError(401, "unauthorized", "an API key of this app is required: Authorization: Bearer KEY")
                 response.headers.append((name: "WWW-Authenticate", value: #"Bearer realm="attest-worker""#))

@@ -21,6 +21,7 @@ public struct UsageEndpoint: Sendable {
     private let usage: Usage
     private let keyOwner: KeyOwner
     private let take: ChallengeEndpoint.Take
+    private let refusals = RefusalBuckets()
     private let authenticator: ChallengeAuthenticator
     private let limits: ChallengeEndpoint.Limits
     private let clock: any Clock
@@ -79,11 +80,11 @@ public struct UsageEndpoint: Sendable {
         let authorization = request.header("Authorization")
         do throws(PGError) {
             guard try authenticator.admits(authorization: authorization, teamId: app.teamId, bundleId: app.bundleId) else {
-                for (bucket, limit) in [
-                    ("ip:" + ClientAddress.bucketKey(request.clientAddress), limits.failuresPerAddress),
-                    ("unauthenticated", limits.failures),
-                ] {
-                    if let retryAfter = try take(bucket, limit) { return .rateLimited(retryAfter, "too many refused requests") }
+                if let retryAfter = try refusals.take(
+                    address: ClientAddress.bucketKey(request.clientAddress), perAddress: limits.failuresPerAddress,
+                    all: limits.failures, take)
+                {
+                    return .rateLimited(retryAfter, "too many refused requests")
                 }
                 // Only a real key of another app is told so; anything else reads as no credential at all.
                 if let credential = ChallengeAuthenticator.bearer(authorization), credential.hasPrefix(APIKeyStore.prefix),

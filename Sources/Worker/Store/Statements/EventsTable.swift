@@ -171,6 +171,23 @@ enum EventsTable {
     }
 
     /// Deletes up to `limit` events published before `before`.
+    /// How long the oldest unpublished event has waited, by the database's clock (the one that stamped
+    /// it); 0 when none waits. Read from the unpublished rows' index: one row, however long the backlog.
+    struct OldestUnpublished: PGOneRowStatement {
+        static let sql = """
+            SELECT coalesce(extract(epoch FROM now() - min(created_at)) * 1000, 0)::bigint AS age_ms
+            FROM events WHERE published_at IS NULL
+            """
+
+        struct Row: PGRowDecodable {
+            let seconds: Double
+            init(row: PGRow) throws(PGError) {
+                let milliseconds: Int64 = try row.decode("age_ms")
+                seconds = Double(milliseconds) / 1000
+            }
+        }
+    }
+
     struct Purge: PGAffectedRowsStatement {
         static let sql = """
             DELETE FROM events WHERE event_id IN (
