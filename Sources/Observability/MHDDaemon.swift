@@ -42,7 +42,8 @@ final class MHDDaemon: @unchecked Sendable {
         let context = DaemonContext(
             routes: routes,
             maxRequestBodyBytes: limits.maxRequestBodyBytes,
-            deadlines: ConnectionDeadlines(deadline: .seconds(limits.requestDeadlineSeconds), cuts: deadlineCuts),
+            deadlines: ConnectionDeadlines(
+                deadline: .seconds(limits.requestDeadlineSeconds), perNetworkLimit: limits.perIPConnectionLimit, cuts: deadlineCuts),
             diagnostics: diagnostics
         )
         context.deadlines.start()
@@ -80,7 +81,7 @@ final class MHDDaemon: @unchecked Sendable {
             guard let cls, let connection else { return }
             let deadlines = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().deadlines
             if event.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED (imported without a usable name)
-                deadlines.opened(connection, socket: CMicroHTTPD_connectionSocket(connection))
+                deadlines.opened(connection, socket: CMicroHTTPD_connectionSocket(connection), address: DaemonContext.clientAddress(of: connection))
             } else {
                 deadlines.closed(connection)
             }
@@ -243,7 +244,7 @@ final class DaemonContext: Sendable {
         return collected.headers
     }
 
-    private static func clientAddress(of connection: OpaquePointer) -> String {
+    fileprivate static func clientAddress(of connection: OpaquePointer) -> String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         guard CMicroHTTPD_clientAddress(connection, &buffer, socklen_t(buffer.count)) == 0 else { return "" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -135,15 +135,15 @@ struct HTTPLimitsTests {
 
     @Test func aRequestIsCutOnceItsDeadlinePassesAndEachAnsweredRequestStartsAFreshOne() throws {
         let cuts = CounterSeries()
-        let deadlines = ConnectionDeadlines(deadline: .seconds(10), cuts: cuts)
+        let deadlines = ConnectionDeadlines(deadline: .seconds(10), perNetworkLimit: 8, cuts: cuts)
         defer { deadlines.stop() }
         let (slow, kept, closed) = (Self.pair(), Self.pair(), Self.pair())
         defer { for fd in slow + kept + closed { close(fd) } }
         let t0 = ContinuousClock.now
         let connections = (1...3).map { OpaquePointer(bitPattern: 0x1000 * $0)! }
-        deadlines.opened(connections[0], socket: slow[0], at: t0)
-        deadlines.opened(connections[1], socket: kept[0], at: t0)
-        deadlines.opened(connections[2], socket: closed[0], at: t0)
+        deadlines.opened(connections[0], socket: slow[0], address: "192.0.2.1", at: t0)
+        deadlines.opened(connections[1], socket: kept[0], address: "192.0.2.2", at: t0)
+        deadlines.opened(connections[2], socket: closed[0], address: "192.0.2.3", at: t0)
         // A keep-alive connection answered a request at 9 s: its next request has until 19 s.
         deadlines.requestCompleted(connections[1], at: t0 + .seconds(9))
         // Reported closed: libmicrohttpd may reuse the descriptor, so the sweep must not touch it.
@@ -161,5 +161,24 @@ struct HTTPLimitsTests {
         #expect(Self.isShutDown(kept))
         #expect(!Self.isShutDown(closed))
         #expect(cuts.value == 2)
+    }
+
+    /// One IPv6 /64 is one client: its connections past the per-address limit are shut down as they open,
+    /// whichever of its addresses they come from, and a slot comes back when one closes.
+    @Test func aNetworksConnectionsPastTheLimitAreShutDownAsTheyOpen() throws {
+        let deadlines = ConnectionDeadlines(deadline: .seconds(10), perNetworkLimit: 2, cuts: CounterSeries())
+        defer { deadlines.stop() }
+        let pairs = (0..<4).map { _ in Self.pair() }
+        defer { for fd in pairs.flatMap({ $0 }) { close(fd) } }
+        let connections = (1...4).map { OpaquePointer(bitPattern: 0x1000 * $0)! }
+        #expect(deadlines.opened(connections[0], socket: pairs[0][0], address: "2001:db8:1:2::1"))
+        #expect(deadlines.opened(connections[1], socket: pairs[1][0], address: "2001:db8:1:2:ffff::9"))
+        #expect(!deadlines.opened(connections[2], socket: pairs[2][0], address: "2001:db8:1:2::77"))
+        #expect(Self.isShutDown(pairs[2]) && !Self.isShutDown(pairs[0]) && !Self.isShutDown(pairs[1]))
+        // Another network is its own; a closed connection gives its slot back (the refused one too).
+        #expect(deadlines.opened(connections[3], socket: pairs[3][0], address: "2001:db8:1:3::1"))
+        deadlines.closed(connections[2])
+        deadlines.closed(connections[0])
+        #expect(deadlines.held(network: "2001:db8:1:2::5") == 1)
     }
 }

@@ -76,6 +76,22 @@ import Testing
         #expect(m.inFlight == 0 && m.count == 0 && m.bytes == 0)
     }
 
+    /// What a decided batch publishes counts in the byte bound until its offsets finish: a batch of large
+    /// dead letters fills the bound the records alone would not.
+    @Test func theOutboundChargeCountsUntilTheOffsetFinishes() {
+        var m = machine(maxBytes: 10_000, batchSize: 2)
+        let received = messages(p0, 0..<2)
+        _ = m.received(received)
+        _ = take(&m)
+        #expect(m.bytes == 2_000)
+        _ = m.charged(8_000)
+        #expect(m.bytes == 10_000)
+        if case .room = m.pollRoom(now: .now) { Issue.record("room to poll although the charge fills the bound") }
+        _ = m.finished(p0, offset: 0, retainedBytes: received[0].retainedBytes + 4_000)
+        _ = m.finished(p0, offset: 1, retainedBytes: received[1].retainedBytes + 4_000)
+        #expect(m.bytes == 0 && m.inFlight == 0)
+    }
+
     @Test func inOrderAcknowledgementsStoreEachStepOnce() {
         var m = machine(batchSize: 10)
         let received = messages(p0, 0..<3)

@@ -228,11 +228,13 @@ def test_examples_and_cases():
     for team in ["A1B2C3D4E5.com", "a1b2c3d4e5", "A1B2C3D4E", "A1B2C3D4E5F", "A1B2C3D4E ", "A1B2C3D4\u0130"]:
         expect(a, variant(ATTESTATION, teamId=team), False, f"teamId {team!r}")
         expect(s, variant(ASSERTION, teamId=team), False, f"teamId {team!r}")
-    for bundle in ["com.", ".com", "com..example", "com example", "com.ex\u0430mple", "com_example", "a" * 256]:
+    for bundle in ["com.", ".com", "com..example", "com example", "com.ex\u0430mple", "com+example", "com.\u00e9", "a" * 256]:
         expect(a, variant(ATTESTATION, bundleId=bundle), False, f"bundleId {bundle!r}")
         expect(s, variant(ASSERTION, bundleId=bundle), False, f"bundleId {bundle!r}")
-    for bundle in ["app", "com.example.my-app", "a" * 255]:
+    # Underscores, as Apple signs them (its App Attest sample is com.apple.example_app_attest).
+    for bundle in ["app", "com.example.my-app", "com.apple.example_app_attest", "_", "a" * 255]:
         expect(a, variant(ATTESTATION, bundleId=bundle), True, f"bundleId {bundle!r}")
+        expect(s, variant(ASSERTION, bundleId=bundle), True, f"bundleId {bundle!r}")
     expect(a, variant(ATTESTATION, subjectId=""), True, "empty optional metadata")
     expect(a, variant(ATTESTATION, subjectId=5), False, "number as metadata")
     expect(a, variant(ATTESTATION, jobId="x" * 257), False, "jobId over 256")

@@ -232,6 +232,14 @@ struct IntakeStateMachine {
         return actions
     }
 
+    /// The outbound messages of a decided batch hold `bytes` more until their offsets finish (``Outbound``'s
+    /// charge): counted with the unacknowledged bytes, so the byte bound covers what is published too, and
+    /// released by ``finished(_:offset:retainedBytes:)``.
+    mutating func charged(_ bytes: Int) -> [Action] {
+        unacknowledgedBytes += max(0, bytes)
+        return []
+    }
+
     /// A batch given up at shutdown: no longer in flight, its offsets unfinished (the next owner
     /// redelivers).
     mutating func abandoned(_ batch: [KafkaMessage]) -> [Action] {

@@ -21,6 +21,16 @@ public struct Outbound: Sendable {
     /// built from, and what the intake buffer's byte bound counts.
     public var original: KafkaMessage
     public var kind: Kind
+    /// What the chain holds beyond `original` until the offset finishes, counted in the intake's byte
+    /// bound (``chargeFor(_:)``), carried along the chain and released with the offset.
+    public var charge = 0
+
+    /// The bytes an outbound chain holds: each value twice, once here and once in librdkafka's copy while
+    /// in flight. A dead letter inlines its original (up to the producer's budget), so a flood of large
+    /// records held up by a slow broker would otherwise hold several times what the intake counts.
+    public static func chargeFor(_ out: Outbound) -> Int {
+        2 * (out.value.count + out.then.reduce(0) { $0 + $1.value.count })
+    }
 
     public enum Kind: Sendable {
         case verdict

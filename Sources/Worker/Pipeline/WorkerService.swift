@@ -261,7 +261,13 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 let histogram = metrics.stageSeconds.labels([stage])
                 for _ in batch { histogram.observe(duration) }
             }
-            for out in outbound { publish(out) }
+            let charged = outbound.map { out in
+                var out = out
+                out.charge = Outbound.chargeFor(out)
+                return out
+            }
+            apply { $0.charged(charged.reduce(0) { $0 + $1.charge }) }
+            for out in charged { publish(out) }
         }
         apply { $0.laneStopped() }
     }
@@ -404,6 +410,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         guard !out.then.isEmpty else { return finished(out) }
         var chained = out.then[0]
         chained.then += out.then.dropFirst()
+        chained.charge = out.charge
         let next = chained
         // Not from the delivery callback: a full queue would wait for this very thread.
         deferred.submit { [self] in publish(next) }
@@ -423,10 +430,12 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     }
 
     /// A delivery report's failure (on the producer's thread, which must not wait): refused for good, given
-    /// up because the producer is closing, or produced again after a capped backoff.
+    /// up because the producer is closing, or produced again after a capped backoff. A reply the broker
+    /// refuses is the job's producer's doing (it named the destination), counted as a refused reply and not
+    /// as a producer error, so naming missing topics cannot page the operator (AttestProducerErrors).
     private func deliveryFailed(_ out: Outbound, _ error: KafkaError, retry: Backoff) {
-        metrics.errors.labels(["producer"]).increment()
         if case .reply = out.kind, error.rejectsMessage || error.refusesDestination { return replyRefused(out, error) }
+        metrics.errors.labels(["producer"]).increment()
         if error.rejectsMessage { return refused(out, error) }
         if error.code == KafkaError.Code.purgedQueue || error.code == KafkaError.Code.purgedInFlight { return }
         metrics.publishRetries.labels([error.name]).increment()
@@ -456,7 +465,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         }
         logger.error("the broker refused the message; publishing the smallest dead letter instead", fields)
         // Not on the delivery thread, which must keep serving reports for the local queue to drain.
-        let replacement = processors[0].smallestDeadLetter(replacing: out, error: error.name)
+        var letter = processors[0].smallestDeadLetter(replacing: out, error: error.name)
+        letter.charge = out.charge
+        let replacement = letter
         deferred.submit { [self] in publish(replacement) }
     }
 
@@ -466,7 +477,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
     private func finished(_ out: Outbound) {
-        apply { $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes) }
+        apply { $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes + out.charge) }
     }
 
     /// Runs a transition under the lock, then carries out its actions outside it (the consumer's calls are

@@ -7,9 +7,10 @@
 #endif
 
 /// The rate-limit key of a client address. An IPv6 client usually holds a whole /64 and can rotate through
-/// it freely, so IPv6 addresses share their /64's bucket; IPv4 addresses count one by one.
-enum ClientAddress {
-    static func bucketKey(_ address: String) -> String {
+/// it freely, so IPv6 addresses share their /64's bucket (and connection allowance); IPv4 addresses count
+/// one by one.
+public enum ClientAddress {
+    public static func bucketKey(_ address: String) -> String {
         var raw = in6_addr()
         guard address.contains(":"), inet_pton(AF_INET6, address, &raw) == 1 else { return address }
         let bytes = withUnsafeBytes(of: raw) { Array($0.prefix(8)) }
