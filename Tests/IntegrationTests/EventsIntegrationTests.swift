@@ -111,7 +111,7 @@ extension LiveStack {
                 try prometheusSamples(try worker.get("/metrics").body).first { $0.name == "attest_events_oldest_unpublished_seconds" }?.value
             }
             #expect(try eventually(seconds: 30) { (try oldest() ?? 0) > 0.5 }, "\(worker.log.suffix(1500))")
-            worker.kill(SIGKILL)
+            worker.kill(SIGKILL)  // waits: the killed member's session timeout (6 s on the test broker) before the next joins
             worker.wait(seconds: 10)
 
             let eventsTopic = "\(topics.jobs).events"

@@ -46,7 +46,7 @@ extension LiveStack {
                 let worker = try WorkerProcess(topics: topics, group: group, extra: ["ATTEST_BATCH_SIZE": "24"])
                 let target = stream.expected.count * round / 6
                 #expect(verdicts.read(seconds: 60) { $0.count >= target }, "round \(round)\n\(worker.log.suffix(1500))")
-                worker.kill(SIGKILL)
+                worker.kill(SIGKILL)  // waits: each kill, the killed member's session timeout (6 s on the test broker)
                 worker.wait(seconds: 10)
                 logs += String(worker.log.suffix(500))
             }

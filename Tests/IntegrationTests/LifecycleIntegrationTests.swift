@@ -60,6 +60,7 @@ extension LiveStack {
         @Test func aShutdownPastItsDeadlineExitsNonZeroAndTheJobIsRedelivered() throws {
             let topics = try Stack.topics("life-deadline", partitions: 1)
             let group = "g-\(UUID().uuidString)"
+            // waits: the 2 s shutdown deadline it checks, then the next worker's group join
             let worker = try WorkerProcess(topics: topics, group: group, extra: ["ATTEST_SHUTDOWN_TIMEOUT": "2"])
             #expect(worker.waitFor("/readyz", status: 200, seconds: 30), "\(worker.log.suffix(1500))")
             let jobId = "life-\(UUID().uuidString.prefix(8).lowercased())"

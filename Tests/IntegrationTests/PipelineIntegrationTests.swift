@@ -78,7 +78,7 @@ extension LiveStack {
             try produce(topics.jobs, stream.messages)
             let verdicts = try TopicReader(topic: topics.verdicts)
             #expect(verdicts.read(seconds: 60) { $0.count >= stream.expected.count / 3 })
-            worker.kill(SIGKILL)
+            worker.kill(SIGKILL)  // waits: the killed member's session timeout (6 s on the test broker) before the next joins
             worker.wait(seconds: 10)
             worker = try WorkerProcess(topics: topics, group: group)
             #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")

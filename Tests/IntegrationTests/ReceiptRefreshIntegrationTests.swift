@@ -89,6 +89,7 @@ extension LiveStack {
             try ReceiptRefreshHarness.parkEnrolledDevices()
             let (rising, forged, limited) = (try Device(), try Device(), try Device())
             let busy = try (0..<6).map { _ in try Device() }
+            // waits: three 1 s answers per busy device, due a second apart, to see two workers never overlap
             let script = """
                 {"devices": {
                     "\(Base64.encode(rising.keyId))": [{"riskMetric": 3, "notBeforeSeconds": 1}, {"riskMetric": 12}],
@@ -288,6 +289,7 @@ extension LiveStack {
             let bundleId = "com.example.rslow.\(UUID().uuidString.prefix(8).lowercased())"
             try Jobs.registerApp(bundleId)
             try ReceiptRefreshHarness.parkEnrolledDevices()
+            // waits: the endpoint's 15 s answer, long against a sanitized worker's jobs, which must not wait for it
             let standIn = try ReceiptRefreshHarness.standIn(#"{"default": [{"riskMetric": 1, "delaySeconds": 15}]}"#)
             let topics = try Stack.topics("rslow", partitions: 1)
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)", extra: try ReceiptRefreshHarness.environment(standIn))

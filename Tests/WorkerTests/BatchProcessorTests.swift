@@ -163,13 +163,14 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
         store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId)] = AppPolicy(teamId: Self.teamId, bundleId: Self.bundleId)
     }
 
-    func processor(admitUnknownApps: Bool = false) -> BatchProcessor {
+    func processor(admitUnknownApps: Bool = false, metrics: WorkerMetrics? = nil) -> BatchProcessor {
         BatchProcessor(
             verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
             devices: DeviceCache(),
             settings: BatchProcessor.Settings(
                 verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024,
-                admitUnknownApps: admitUnknownApps))
+                admitUnknownApps: admitUnknownApps),
+            metrics: metrics)
     }
 
     mutating func message(_ value: [UInt8], key: [UInt8]? = nil) -> KafkaMessage {
@@ -191,11 +192,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
 
     @Test mutating func aJobIdReusedWithOtherContentGetsARejectionOfItsOwnAndIsReported() throws {
         let metrics = WorkerMetrics()
-        let processor = BatchProcessor(
-            verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
-            devices: DeviceCache(),
-            settings: BatchProcessor.Settings(verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024),
-            metrics: metrics)
+        let processor = self.processor(metrics: metrics)
         let original = Self.attestationJob(try Device(), jobId: "reuse-1")
         let first = try processor.process([message(original)])
         // Another device's job under the same jobId, then the original redelivered: the reuse is rejected as
@@ -229,11 +226,7 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     /// decided in one batch, each redelivery answered with its own stored verdict.
     @Test mutating func canonicallyEquivalentJobIdsAreTwoJobs() throws {
         let metrics = WorkerMetrics()
-        let processor = BatchProcessor(
-            verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
-            devices: DeviceCache(),
-            settings: BatchProcessor.Settings(verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024),
-            metrics: metrics)
+        let processor = self.processor(metrics: metrics)
         let (composed, decomposed) = (Self.attestationJob(try Device(), jobId: "caf\u{E9}-1"), Self.attestationJob(try Device(), jobId: "cafe\u{301}-1"))
         let first = try processor.process([message(composed), message(decomposed)])
         #expect(verdicts(first).map { $0["ok"] } == [.bool(true), .bool(true)], "\(verdicts(first))")
