@@ -186,6 +186,16 @@ extension LiveStack {
             return false
         }
 
+        /// Whether a keep-alive request on `fd` is answered 200 within a second: the listener took the connection.
+        static func answered(_ fd: Int32) -> Bool {
+            write(fd, "GET /.well-known/jwks.json HTTP/1.1\r\nHost: x\r\n\r\n")
+            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pollfd, 1, 1000) > 0 else { return false }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            return count > 0 && buffer.prefix(12).elementsEqual("HTTP/1.1 200".utf8)
+        }
+
         @Test func slowGreedyAndOversizedClientsAreCutWhileTheWorkerServesOthers() throws {
             let topics = try Stack.topics("http-slow", partitions: 1)
             let worker = try WorkerProcess(
@@ -223,12 +233,17 @@ extension LiveStack {
             // libmicrohttpd counts a closed connection against its address until its thread has cleaned up.
             #expect(try eventually(seconds: 10) { try worker.status("GET", "/.well-known/jwks.json", port: product) == 200 })
 
-            // Three connections from one address hold the product listener's share; a fourth is refused, while
-            // the operations listener, with limits of its own, still answers.
-            let held = try (0..<3).map { _ in try Self.connect(product) }
-            #expect(try eventually(seconds: 10) { try worker.status("GET", "/.well-known/jwks.json", port: product) == 0 })
-            #expect(try worker.status("GET", "/healthz", port: ops) == 200)
-            for fd in held { close(fd) }
+            // Three connections from one address hold the product listener's share (each answered once, so
+            // accepted, and kept alive, for less than the 2 s idle timeout); a fourth is refused, while the
+            // operations listener, with limits of its own, still answers.
+            let refusedWhileHeld = try eventually(seconds: 10) {
+                let held = try (0..<3).map { _ in try Self.connect(product) }
+                defer { for fd in held { close(fd) } }
+                guard held.allSatisfy({ Self.answered($0) }) else { return false }
+                return try worker.status("GET", "/.well-known/jwks.json", port: product) == 0
+                    && worker.status("GET", "/healthz", port: ops) == 200
+            }
+            #expect(refusedWhileHeld)
             #expect(try eventually(seconds: 10) { try worker.status("GET", "/.well-known/jwks.json", port: product) == 200 })
 
             // Headers past the memory limit: refused, and the connection closed.
