@@ -42,16 +42,18 @@ public final class KafkaTailReader {
         let deadline = clock.now.advanced(by: .milliseconds(timeoutMs))
         let ids = try Self.partitionIds(client, topic, until: deadline, clock: clock)
         var offsets = [TopicPartition: Int64]()
-        for id in ids where start == .beginning {
-            offsets[TopicPartition(topic: topic, partition: id)] = Int64(RD_KAFKA_OFFSET_BEGINNING)
-        }
-        for id in ids where start == .end {
+        for id in ids {
+            let partition = TopicPartition(topic: topic, partition: id)
+            guard start == .end else {
+                offsets[partition] = Int64(RD_KAFKA_OFFSET_BEGINNING)
+                continue
+            }
             var low: Int64 = 0
             var high: Int64 = 0
             let wait = Int32(clamping: max(1, clock.now.duration(to: deadline).wholeMilliseconds))
             let err = rd_kafka_query_watermark_offsets(client.pointer, topic, id, &low, &high, wait)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw client.error(err, reason: "watermarks of \(topic)[\(id)]") }
-            offsets[TopicPartition(topic: topic, partition: id)] = high
+            offsets[partition] = high
         }
         let list = RDKafkaTopicPartitionList(offsets: offsets)
         let err = rd_kafka_assign(client.pointer, list.pointer)

@@ -31,10 +31,10 @@ extension LiveStack.ClusterWide {
 
                 #expect(worker.waitFor(body: "read-only (25006)", seconds: 30), "\(worker.log.suffix(2000))")
                 #expect(try worker.get("/readyz").status == 503)
-                Thread.sleep(forTimeInterval: 6)  // waits: 6 s of refused writes, in which nothing may be published
+                // Three refused attempts of the batch, then nothing on either topic: what it did while writes failed.
+                #expect(try eventually(seconds: 30) { try worker.retries("25") >= 3 }, "\(worker.log.suffix(2000))")
                 #expect(!verdicts.read(seconds: 1) { !$0.isEmpty }, "a verdict was published while writes failed")
                 #expect(!dead.read(seconds: 1) { !$0.isEmpty }, "a job was dead-lettered while writes failed")
-                #expect(try worker.retries("25") >= 3)
             }
             #expect(verdicts.read(seconds: 90) { _ in verdicts.verdictsByJob.count >= stream.expected.count }, "\(worker.log.suffix(2000))")
             try LiveStack.FaultInjectionTests().expectDecidedOnce(stream, verdicts, assertions: 4, String(worker.log.suffix(1500)))
@@ -125,9 +125,7 @@ extension LiveStack.ClusterWide {
                 try DatabaseFaults.holdVerdict(jobId, admin)
                 try produce(topics.jobs, [(nil, DatabaseFaults.invalidJob(jobId))])
                 #expect(worker.waitFor(body: reason, seconds: 30), "\(worker.log.suffix(2000))")
-                let deadline = Date().addingTimeInterval(20)
-                while try worker.retries(sqlClass) < 3 && Date() < deadline { Thread.sleep(forTimeInterval: 0.3) }
-                #expect(try worker.retries(sqlClass) >= 3)
+                #expect(try eventually(seconds: 20) { try worker.retries(sqlClass) >= 3 }, "\(worker.log.suffix(2000))")
                 try admin.execute("ROLLBACK")
             }
             let verdicts = try TopicReader(topic: topics.verdicts)
