@@ -24,6 +24,19 @@ public enum Digest: Sendable {
             ?? Array(data).withUnsafeBytes { fetched.hash($0) }
     }
 
+    /// The fetched EVP_MD, for OpenSSL calls that take one (an RSA verification's signature digest).
+    var evpMD: OpaquePointer { fetched.md }
+
+    /// The digest an ECDSA or RSA PKCS #1 v1.5 certificate signature algorithm names, or nil.
+    public init?(signatureAlgorithm oid: OID) {
+        switch oid {
+        case .sha256WithRSAEncryption: self = .sha256
+        case .sha384WithRSAEncryption: self = .sha384
+        case .sha512WithRSAEncryption: self = .sha512
+        default: self.init(ecdsaSignatureAlgorithm: oid)
+        }
+    }
+
     private var fetched: FetchedDigest {
         switch self {
         case .sha256: FetchedDigest.sha256

@@ -176,6 +176,21 @@ public struct ASN1Reader: Sendable {
         return value
     }
 
+    /// A small ENUMERATED value as an Int (the same minimal two's-complement contents as an INTEGER).
+    public func enumerated(of element: ASN1Element) throws(ASN1Error) -> Int {
+        guard element.tag == .enumerated else { throw ASN1Error(.unexpectedTag, at: element.start) }
+        var integer = element
+        integer.tag = .integer
+        return try self.integer(of: integer)
+    }
+
+    /// A NULL, which has no contents.
+    public func null(of element: ASN1Element) throws(ASN1Error) {
+        guard element.tag == .null, element.contentEnd == element.contentStart else {
+            throw ASN1Error(.invalidValue, at: element.start)
+        }
+    }
+
     /// A BIT STRING with no unused bits (keys and signatures), without its leading count octet.
     public func bitStringBytes(of element: ASN1Element) throws(ASN1Error) -> ArraySlice<UInt8> {
         guard element.tag == .bitString, element.contentEnd > element.contentStart,

@@ -20,6 +20,7 @@ public struct ASN1Tag: Sendable, Hashable, CustomStringConvertible {
     public static let octetString = ASN1Tag(.universal, constructed: false, number: 4)
     public static let null = ASN1Tag(.universal, constructed: false, number: 5)
     public static let objectIdentifier = ASN1Tag(.universal, constructed: false, number: 6)
+    public static let enumerated = ASN1Tag(.universal, constructed: false, number: 10)
     public static let utf8String = ASN1Tag(.universal, constructed: false, number: 12)
     public static let sequence = ASN1Tag(.universal, constructed: true, number: 16)
     public static let set = ASN1Tag(.universal, constructed: true, number: 17)

@@ -55,6 +55,10 @@ extension OID {
     public static let ecdsaWithSHA384 = OID("1.2.840.10045.4.3.3")
     public static let ecdsaWithSHA512 = OID("1.2.840.10045.4.3.4")
     public static let sha256 = OID("2.16.840.1.101.3.4.2.1")
+    public static let rsaEncryption = OID("1.2.840.113549.1.1.1")
+    public static let sha256WithRSAEncryption = OID("1.2.840.113549.1.1.11")
+    public static let sha384WithRSAEncryption = OID("1.2.840.113549.1.1.12")
+    public static let sha512WithRSAEncryption = OID("1.2.840.113549.1.1.13")
     // X.509 extensions
     public static let basicConstraints = OID("2.5.29.19")
     public static let keyUsage = OID("2.5.29.15")
@@ -69,6 +73,9 @@ extension OID {
     public static let appleNonce = OID("1.2.840.113635.100.8.2")
     /// An extension of 2026 App Attest leaf certificates (1.2.840.113635.100.8.6).
     public static let appleAppAttestLeafInfo = OID("1.2.840.113635.100.8.6")
+    // Android
+    /// Android key attestation's KeyDescription extension.
+    public static let androidKeyDescription = OID("1.3.6.1.4.1.11129.2.1.17")
     /// The marker extension every App Attest fraud receipt signing certificate carries.
     public static let appleReceiptSigner = OID("1.2.840.113635.100.12.15")
 }

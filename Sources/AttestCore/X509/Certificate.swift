@@ -17,6 +17,8 @@ public struct Certificate: Sendable {
     public let notAfter: Timestamp
     /// The whole SubjectPublicKeyInfo, for handing to OpenSSL.
     public let subjectPublicKeyInfo: [UInt8]
+    /// The SubjectPublicKeyInfo's algorithm (id-ecPublicKey, rsaEncryption, ML-DSA, ...).
+    public let keyAlgorithm: OID
     /// The curve of an id-ecPublicKey key (nil for any other key type).
     public let namedCurve: OID?
     /// The subjectPublicKey BIT STRING contents: for EC keys the X9.62 point.
@@ -34,7 +36,7 @@ public struct Certificate: Sendable {
         try top.finish()
         var fields = try top.children(of: certificate)
         let tbs = try fields.next(.sequence)
-        let outerAlgorithm = try AlgorithmIdentifier.oid(fields.next(.sequence), in: fields, allowsNull: false)
+        let outerAlgorithm = try AlgorithmIdentifier.signatureOID(fields.next(.sequence), in: fields)
         let signature = try fields.bitStringBytes(of: fields.next(.bitString))
         try fields.finish()
 
@@ -46,7 +48,7 @@ public struct Certificate: Sendable {
         }
         try version.finish()
         let serial = try t.integerBytes(of: t.next(.integer))
-        let innerAlgorithm = try AlgorithmIdentifier.oid(t.next(.sequence), in: t, allowsNull: false)
+        let innerAlgorithm = try AlgorithmIdentifier.signatureOID(t.next(.sequence), in: t)
         guard innerAlgorithm == outerAlgorithm else { throw ASN1Error(.invalidValue, at: tbs.start) }
         let issuer = try t.next(.sequence)
         let validity = try t.next(.sequence)
@@ -93,6 +95,7 @@ public struct Certificate: Sendable {
         self.notBefore = notBefore
         self.notAfter = notAfter
         self.subjectPublicKeyInfo = Array(der[spki.encodedRange])
+        self.keyAlgorithm = keyType
         self.namedCurve = curve
         self.publicKey = Array(key)
         self.extensions = extensions

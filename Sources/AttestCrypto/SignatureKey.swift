@@ -1,0 +1,33 @@
+import AttestCore
+
+/// A public key of a kind certificates in Android attestation chains carry and this project can verify
+/// with: EC (P-256, P-384) or RSA. Keys of other algorithms (ML-DSA leaves, on OpenSSL 3.0) have none.
+public enum SignatureKey: Sendable {
+    case ec(ECPublicKey)
+    case rsa(RSAPublicKey)
+
+    /// From a DER SubjectPublicKeyInfo; nil when it is neither a usable EC nor RSA key.
+    public init?(subjectPublicKeyInfo der: [UInt8], algorithm: OID) {
+        switch algorithm {
+        case .ecPublicKey:
+            guard let key = ECPublicKey(subjectPublicKeyInfo: der) else { return nil }
+            self = .ec(key)
+        case .rsaEncryption:
+            guard let key = RSAPublicKey(subjectPublicKeyInfo: der) else { return nil }
+            self = .rsa(key)
+        default:
+            return nil
+        }
+    }
+
+    /// Verifies a certificate's signature over its TBS bytes: ECDSA with an EC key, PKCS #1 v1.5 with an
+    /// RSA key, the digest the algorithm names; any other pairing is refused.
+    public func verify(certificateSignature signature: [UInt8], over tbs: some Collection<UInt8>, algorithm: OID) -> Bool {
+        guard let digest = Digest(signatureAlgorithm: algorithm) else { return false }
+        let isECDSA = Digest(ecdsaSignatureAlgorithm: algorithm) != nil
+        switch self {
+        case .ec(let key): return isECDSA && key.verify(signature: signature, message: tbs, digest: digest)
+        case .rsa(let key): return !isECDSA && key.verify(signature: signature, message: tbs, digest: digest)
+        }
+    }
+}
