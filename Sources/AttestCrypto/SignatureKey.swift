@@ -31,3 +31,18 @@ public enum SignatureKey: Sendable {
         }
     }
 }
+
+extension SignatureKey {
+    /// Verifies a request an Android app signed with this key over SHA-256 (`SHA256withECDSA`,
+    /// `SHA256withRSA` or `SHA256withRSA/PSS`, the signatures KeyStore keys make): DER ECDSA with an EC key;
+    /// PKCS #1 v1.5, then PSS, with an RSA key (both are the key holder's; neither can be made without it).
+    public func verify(requestSignature signature: [UInt8], over message: [UInt8]) -> Bool {
+        switch self {
+        case .ec(let key): return key.verify(signature: signature, message: message, digest: .sha256)
+        case .rsa(let key):
+            let digest = Digest.sha256.hash(message)
+            return key.verify(signature: signature, digest: digest, algorithm: .sha256)
+                || key.verify(signature: signature, digest: digest, algorithm: .sha256, padding: .pss)
+        }
+    }
+}

@@ -27,6 +27,8 @@ public enum FailureCode: String, Sendable, CaseIterable {
     case challengeExpired = "challenge_expired"
     case challengeAlreadyUsed = "challenge_already_used"
     case appleValidationFailed = "apple_validation_failed"
+    /// An Android attestation or assertion failed a check of its own (docs/CHECK_ORDER.md, Android).
+    case androidValidationFailed = "android_validation_failed"
     case reattestRequired = "reattest_required"
     case quotaExceeded = "quota_exceeded"
     case jobInvalid = "job_invalid"
@@ -78,4 +80,28 @@ public enum FailureReason: String, Sendable, CaseIterable {
     /// The key was revoked by an operator (`attest-worker device revoke`): its assertions, and its attestation
     /// sent again, are refused until the device attests a new key.
     case keyRevoked = "key_revoked"
+    /// Android: a certificate of the chain is not DER X.509 v3 as the project reads it.
+    case malformedCertificate = "malformed_certificate"
+    /// Android: the chain does not end in a pinned root key (a software attestation, an emulator, a test root).
+    case untrustedRoot = "untrusted_root"
+    /// Android: a certificate of the chain is on Google's status list (revoked or suspended).
+    case certificateRevoked = "certificate_revoked"
+    /// Android: the leaf has no KeyDescription extension, or it is not one Android writes.
+    case keyDescriptionInvalid = "key_description_invalid"
+    /// Android: the attestation or the key is not in a TEE or StrongBox, or not in StrongBox where required.
+    case securityLevelInsufficient = "security_level_insufficient"
+    /// Android: the key was imported or derived, not generated in the secure hardware.
+    case keyNotHardwareGenerated = "key_not_hardware_generated"
+    /// Android: the attestation names another package.
+    case packageNameMismatch = "package_name_mismatch"
+    /// Android: the attestation lists a signing certificate the app's registration does not.
+    case signingCertificateMismatch = "signing_certificate_mismatch"
+    /// Android, where the app requires verified boot: the boot state is not VERIFIED.
+    case bootStateUnverified = "boot_state_unverified"
+    /// Android, where the app requires verified boot: the bootloader is unlocked.
+    case deviceUnlocked = "device_unlocked"
+    /// Android: the OS version or patch level is older than the app's minimum.
+    case osOutdated = "os_outdated"
+    /// Android assertions: the attested key is of an algorithm this build cannot verify (ML-DSA on OpenSSL 3.0).
+    case unsupportedKeyAlgorithm = "unsupported_key_algorithm"
 }

@@ -1,0 +1,88 @@
+import AttestCore
+import AttestCrypto
+
+/// Verifies an Android attestation chain, leaf first and root last, as docs/CHECK_ORDER.md (Android step 2)
+/// states: names chain; the root's key is pinned; every signature verifies (ECDSA or RSA PKCS #1 v1.5, the
+/// root's own included) under its issuer's key, from the root down; the CA certificates are CAs allowed to
+/// sign; no certificate carries a critical extension this verifier does not process; only then each
+/// certificate's validity at the job's time, inclusive at both ends.
+///
+/// Two rules follow what real devices produce rather than a web PKI: the leaf's own issuer (the device's
+/// attestation key certificate) may be an end-entity certificate (Sony's factory-provisioned keys are
+/// `CA:FALSE`, `digitalSignature`: the keystore signs the leaf with that key all the same), and the root's
+/// validity period is not checked (a pinned root is a trust anchor, a key: the 2016 certificate of Google's
+/// RSA root key expired in May 2026, the same key's 2019 and 2022 certificates did not).
+public struct AndroidChainVerifier: Sendable {
+    /// Chains seen on devices hold 3 to 5 certificates (remote key provisioning adds one); a longer one is
+    /// refused before any signature is checked.
+    public static let maxCertificates = 10
+
+    public let trust: AndroidTrust
+
+    static let understoodCriticalExtensions: Set<OID> = [.basicConstraints, .keyUsage, .extendedKeyUsage, .androidKeyDescription]
+
+    public init(trust: AndroidTrust) {
+        self.trust = trust
+    }
+
+    /// nil when the chain is valid at `time`; `chain` holds 2 to ``maxCertificates`` certificates.
+    public func verify(_ chain: [Certificate], at time: Timestamp) -> VerificationFailure? {
+        precondition((2...Self.maxCertificates).contains(chain.count), "the caller bounds the chain")
+        let rootIndex = chain.count - 1
+        let root = chain[rootIndex]
+        for (i, certificate) in chain.enumerated() {
+            let issuerName = i < rootIndex ? chain[i + 1].subject : root.subject
+            guard certificate.issuer == issuerName else { return Self.invalid("certificate \(i): issuer name mismatch") }
+        }
+        guard trust.isRoot(root) else {
+            return VerificationFailure(.androidValidationFailed, .untrustedRoot, "the chain does not end in a pinned root key")
+        }
+        guard var issuerKey = SignatureKey(subjectPublicKeyInfo: root.subjectPublicKeyInfo, algorithm: root.keyAlgorithm) else {
+            return Self.invalid("certificate \(rootIndex): unsupported root key")
+        }
+        for i in stride(from: rootIndex, through: 0, by: -1) {
+            let certificate = chain[i]
+            if let problem = Self.structureProblem(certificate, index: i, rootIndex: rootIndex) {
+                return Self.invalid("certificate \(i): \(problem)")
+            }
+            guard issuerKey.verify(certificateSignature: certificate.signature, over: certificate.tbsBytes, algorithm: certificate.signatureAlgorithm)
+            else { return Self.invalid("certificate \(i): signature does not verify") }
+            guard i > 0 else { break }
+            guard let key = SignatureKey(subjectPublicKeyInfo: certificate.subjectPublicKeyInfo, algorithm: certificate.keyAlgorithm) else {
+                return Self.invalid("certificate \(i): unsupported issuer key")
+            }
+            issuerKey = key
+        }
+        for (i, certificate) in chain.enumerated() where i < rootIndex && !certificate.isValid(at: time) {
+            return VerificationFailure(.androidValidationFailed, .certificateExpired, "certificate \(i) not valid at \(time)")
+        }
+        return nil
+    }
+
+    /// The critical-extension rule for every certificate and, for each CA certificate (every issuer but the
+    /// leaf's own, unless that is the root), the CA constraints with `index - 1` intermediates below it.
+    static func structureProblem(_ certificate: Certificate, index: Int, rootIndex: Int) -> String? {
+        for ext in certificate.extensions where ext.critical && !understoodCriticalExtensions.contains(ext.oid) {
+            return "unhandled critical extension \(ext.oid)"
+        }
+        var constraints: BasicConstraints? = nil
+        if let ext = certificate.extension(.basicConstraints) {
+            guard let parsed = try? BasicConstraints(der: ext.value) else { return "malformed basicConstraints" }
+            constraints = parsed
+        }
+        var usage: KeyUsage? = nil
+        if let ext = certificate.extension(.keyUsage) {
+            guard let parsed = try? KeyUsage(der: ext.value) else { return "malformed keyUsage" }
+            usage = parsed
+        }
+        guard index >= 2 || (index == 1 && rootIndex == 1) else { return nil }
+        guard let constraints, constraints.isCA else { return "issuer is not a CA" }
+        if let limit = constraints.pathLength, index - 1 > limit { return "path length constraint exceeded" }
+        if let usage, !usage.contains(KeyUsage.keyCertSign) { return "issuer key usage lacks keyCertSign" }
+        return nil
+    }
+
+    static func invalid(_ message: String) -> VerificationFailure {
+        VerificationFailure(.androidValidationFailed, .certificateChainInvalid, message)
+    }
+}
