@@ -137,7 +137,7 @@ def main():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'cli'))
     from verify_vectors import job  # the job line the acceptance check builds for a case
     seeds = {t: {} for t in ('cbor', 'authdata', 'asn1', 'certificate', 'receipt', 'attestation', 'assertion', 'job',
-                             'token', 'record')}
+                             'token', 'record', 'android')}
     seeds['token']['token'] = SEED_TOKEN.encode()
     seeds['token']['jwks'] = SEED_JWKS.encode()
 
@@ -188,6 +188,27 @@ def main():
         seeds['record'][f'timestamp-{n}'] = record(1, ms, b'', 0, [], b'\xff\xfe')
     seeds['record']['headers'] = record(0, 0, b'', 0, [(b'h' * 200, b'v' * 3000)] * 20, b'{"jobId":"h"}')
     seeds['record']['empty'] = b'\0'
+
+    # Real Android chains (Tests/Fixtures/android): each leaf whole and its KeyDescription's value.
+    android = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'Fixtures', 'android')
+    for path in sorted(glob.glob(os.path.join(android, '*.pem'))):
+        blocks = re.findall(r'-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----', open(path).read(), re.S)
+        name = os.path.basename(path)[:-4]
+        if blocks:
+            leaf = base64.b64decode(re.sub(r'\s', '', blocks[0]))
+            seeds['android'][name] = leaf
+            marker = bytes.fromhex('060a2b06010401d679020111')  # OID 1.3.6.1.4.1.11129.2.1.17
+            at = leaf.find(marker)
+            if at >= 0:
+                i = at + len(marker)
+                if leaf[i] == 0x01:  # a critical BOOLEAN before the OCTET STRING
+                    i += 3
+                length, start = leaf[i + 1], i + 2
+                if length & 0x80:
+                    n = length & 0x7f
+                    length, start = int.from_bytes(leaf[i + 2:i + 2 + n], 'big'), i + 2 + n
+                seeds['android'][name + '-keydescription'] = leaf[start:start + length]
+    seeds['android']['status-list'] = b'{"entries":{"1":{"status":"REVOKED","reason":"KEY_COMPROMISE"},"ff":{"status":"SUSPENDED"}}}'
 
     for target, files in seeds.items():
         directory = os.path.join(corpus, target)

@@ -9,12 +9,12 @@ extension DeviceEvent {
         if let failure = verdict.failure {
             guard FailureEvidence.countsAgainstDevice(failure.reason) else { return }
             switch verdict.kind {
-            case .attestation?: failedAttestation = true
+            case .attestation?, .androidAttestation?: failedAttestation = true
             case .assertion? where failure.reason == .counterNotIncreasing: counterReplay = true
-            case .assertion?: failedAssertion = true
+            case .assertion?, .androidAssertion?: failedAssertion = true
             case nil: break
             }
-        } else if verdict.kind == .attestation {
+        } else if verdict.kind == .attestation || verdict.kind == .androidAttestation {
             attested = true
             self.newKey = newKey
             environment = verdict.environment

@@ -7,6 +7,9 @@ public struct Job: Sendable {
     public enum Kind: String, Sendable {
         case attestation
         case assertion
+        /// Android jobs (``AndroidJob``): a key attestation chain, and a request its key signed.
+        case androidAttestation = "android_attestation"
+        case androidAssertion = "android_assertion"
     }
 
     /// What to verify, as the verification core takes it.
@@ -26,7 +29,7 @@ public struct Job: Sendable {
     /// Offline `verify` only: when the stored key was revoked (`revokedAt`, RFC 3339), for either kind.
     public var storedRevokedAt: Timestamp? = nil
 
-    static let metadataFields = [
+    public static let metadataFields = [
         "deviceId", "deviceFingerprint", "subjectId", "deviceModel", "osVersion", "appVersion", "appBuildNumber",
         "platform",
     ]
@@ -102,7 +105,7 @@ public struct Job: Sendable {
                 return fail(VerificationFailure(.jobInvalid, .missingField, "attestationObject or assertion is required"))
             }
         case .string(let text)?:
-            guard let parsed = Kind(rawValue: text) else {
+            guard let parsed = Kind(rawValue: text), parsed == .attestation || parsed == .assertion else {
                 return fail(VerificationFailure(.jobInvalid, .invalidField, "kind must be attestation or assertion"))
             }
             kind = parsed
@@ -156,7 +159,7 @@ public struct Job: Sendable {
     }
 
     /// Collects the first field problem while reading, so parsing reads straight through.
-    private struct Fields {
+    struct Fields {
         let json: JSONValue
         var problem: VerificationFailure? = nil
 
@@ -199,7 +202,7 @@ public struct Job: Sendable {
             }
         }
 
-        private mutating func note(_ reason: FailureReason, _ message: String) {
+        mutating func note(_ reason: FailureReason, _ message: String) {
             if problem == nil { problem = VerificationFailure(.jobInvalid, reason, message) }
         }
     }

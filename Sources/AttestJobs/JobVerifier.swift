@@ -8,6 +8,8 @@ import AttestVerifier
 public struct JobVerifier: Sendable {
     public let attestations: AttestationVerifier
     public let assertions: AssertionVerifier
+    public let androidAttestations: AndroidAttestationVerifier
+    public let androidAssertions: AndroidAssertionVerifier
     public let clock: any Clock
     public let timeBounds: TimeBounds
 
@@ -29,9 +31,14 @@ public struct JobVerifier: Sendable {
         }
     }
 
-    public init(trust: TrustConfiguration, clock: any Clock, timeBounds: TimeBounds = TimeBounds(), limits: VerifierLimits = VerifierLimits()) {
+    public init(
+        trust: TrustConfiguration, androidTrust: AndroidTrust = .google, clock: any Clock, timeBounds: TimeBounds = TimeBounds(),
+        limits: VerifierLimits = VerifierLimits()
+    ) {
         attestations = AttestationVerifier(trust: trust, limits: limits)
         assertions = AssertionVerifier(limits: limits)
+        androidAttestations = AndroidAttestationVerifier(trust: androidTrust, limits: limits)
+        androidAssertions = AndroidAssertionVerifier(limits: limits)
         self.clock = clock
         self.timeBounds = timeBounds
     }
@@ -60,7 +67,12 @@ public struct JobVerifier: Sendable {
     /// A negative broker timestamp is Kafka's "none" (-1) or garbage: the broker check is skipped, as for
     /// a missing one.
     public func checkReceivedAt(_ job: Job, now: Timestamp, brokerTimestampMs: Int64? = nil) -> VerificationFailure? {
-        let received = Int128(job.receivedAt.microseconds)
+        checkReceivedAt(job.receivedAt, now: now, brokerTimestampMs: brokerTimestampMs)
+    }
+
+    /// The receivedAt bounds for a job of either platform.
+    public func checkReceivedAt(_ receivedAt: Timestamp, now: Timestamp, brokerTimestampMs: Int64? = nil) -> VerificationFailure? {
+        let received = Int128(receivedAt.microseconds)
         let skew = Int128(timeBounds.maxFutureSkewSeconds) * 1_000_000
         if received > Int128(now.microseconds) + skew {
             return VerificationFailure(.jobInvalid, .receivedAtOutOfRange, "receivedAt is in the future")

@@ -11,7 +11,10 @@ extension JobVerifier {
     /// with the app registered under `policy`, its challenges the backend's, no quota, and the stored device
     /// the line carries (`publicKey`, `previousCounter`; absent: unknown key; `revokedAt`: revoked);
     /// deviceIntelligence from the job alone.
-    public func offlineVerdict(for line: String, policy: EnvironmentPolicy) -> Verdict {
+    ///
+    /// An Android line is checked under `android` with the line's package name and, when it names them,
+    /// its `signingCertificateDigests`; an assertion against the line's `publicKey` (SubjectPublicKeyInfo).
+    public func offlineVerdict(for line: String, policy: EnvironmentPolicy, android: AndroidPolicy = AndroidPolicy(packageName: "", signingCertificateDigests: nil)) -> Verdict {
         let now = clock.now()
         let value = Array(line.utf8)
         let job: Job
@@ -20,6 +23,13 @@ extension JobVerifier {
             return rejection(answering: notAJob.answerFields(in: value), notAJob.failure, at: now)
         case .success(.invalidJob(let jobId, _, let failure)): return rejection(jobId: jobId, failure, at: now)
         case .success(.job(let parsed)): job = parsed
+        case .success(.androidJob(let androidJob)):
+            var androidPolicy = android
+            androidPolicy.packageName = androidJob.packageName
+            androidPolicy.signingCertificateDigests = androidJob.signingCertificateDigests
+            var verdict = check(androidJob, policy: androidPolicy, storedKey: androidJob.storedPublicKey, now: now)
+            verdict.deviceIntelligence = DeviceIntelligence.offline(verdict, of: androidJob)
+            return verdict
         }
         var verdict: Verdict
         switch storedKey(of: job) {

@@ -5,9 +5,10 @@ import DeviceIntelligence
 /// The decision on one job, as published to the results topic and printed by `verify` (CONTRACT 2).
 public struct Verdict: Sendable {
     /// The verdict schema's version (`schemaVersion`): 2 added it, `subjectId`, `receivedAt` and the
-    /// analytics metadata; 3 added deviceIntelligence's `receiptRiskMetric` and `receiptRiskMetricDate`. Bumped by one whenever the verdict gains members, so a consumer can tell which
+    /// analytics metadata; 3 added deviceIntelligence's `receiptRiskMetric` and `receiptRiskMetricDate`; 4 added
+    /// Android verdicts (`packageName`, `android`, the Android kinds, reasons and risk factors). Bumped by one whenever the verdict gains members, so a consumer can tell which
     /// optional members it may expect; members are never removed or retyped (Schemas/README.md).
-    public static let schemaVersion: Int64 = 3
+    public static let schemaVersion: Int64 = 4
     /// The job's metadata echoed for analytics, in this order (each already bounded by the job's parser).
     public static let analyticsFields = ["deviceModel", "osVersion", "appVersion", "appBuildNumber", "platform"]
 
@@ -16,6 +17,8 @@ public struct Verdict: Sendable {
     public var keyId: String?
     public var teamId: String?
     public var bundleId: String?
+    /// Android jobs: the app's package name (teamId and bundleId are then null).
+    public var packageName: String?
     /// The job's `subjectId` (the backend's user or account), echoed in the verdict, its token and its
     /// device intelligence so the backend needs no lookup of its own.
     public var subjectId: String?
@@ -31,6 +34,8 @@ public struct Verdict: Sendable {
     /// Accepted attestations: the attested key (X9.62 point) and the receipt summary.
     public var publicKey: [UInt8]?
     public var receipt: Receipt?
+    /// Accepted Android attestations: what the secure hardware stated about the key and the device.
+    public var android: VerifiedAndroidAttestation?
     /// Accepted jobs whose authenticator data carries Apple's extension map.
     public var extensions: AppleExtensions?
     /// Accepted jobs: the signed verdict token (compact JWS) and when it expires; set by AttestTokens.
@@ -55,6 +60,18 @@ public struct Verdict: Sendable {
         self.verifiedAt = verifiedAt
     }
 
+    /// The verdict of an Android job that could be read.
+    public init(androidJob job: AndroidJob, verifiedAt: Timestamp) {
+        jobId = job.jobId
+        kind = job.kind
+        keyId = job.keyId
+        packageName = job.packageName
+        subjectId = job.metadata["subjectId"]
+        receivedAt = job.receivedAt
+        analytics = job.metadata.filter { Self.analyticsFields.contains($0.key) }
+        self.verifiedAt = verifiedAt
+    }
+
     public var json: JSONValue {
         var m = [(String, JSONValue)]()
         m.append(("jobId", jobId.map(JSONValue.string) ?? .null))
@@ -62,6 +79,7 @@ public struct Verdict: Sendable {
         m.append(("keyId", keyId.map(JSONValue.string) ?? .null))
         m.append(("teamId", teamId.map(JSONValue.string) ?? .null))
         m.append(("bundleId", bundleId.map(JSONValue.string) ?? .null))
+        if let packageName { m.append(("packageName", .string(packageName))) }
         m.append(("ok", .bool(ok)))
         m.append(("schemaVersion", .int(Self.schemaVersion)))
         if let subjectId { m.append(("subjectId", .string(subjectId))) }
@@ -92,6 +110,7 @@ public struct Verdict: Sendable {
             if let risk = receipt.riskMetric { r.append(("riskMetric", .int(Int64(risk)))) }
             m.append(("receipt", .object(r)))
         }
+        if ok, let android { m.append(("android", android.keyDescription.verdictJSON)) }
         if ok && (kind == .attestation || extensions != nil) {
             m.append(("extensions", extensions.map(Self.json) ?? .null))
         }

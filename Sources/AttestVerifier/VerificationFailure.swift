@@ -102,6 +102,8 @@ public enum FailureReason: String, Sendable, CaseIterable {
     case deviceUnlocked = "device_unlocked"
     /// Android: the OS version or patch level is older than the app's minimum.
     case osOutdated = "os_outdated"
+    /// A job of a platform this worker does not decide (Android jobs, until the worker's Android pipeline).
+    case platformNotEnabled = "platform_not_enabled"
     /// Android assertions: the attested key is of an algorithm this build cannot verify (ML-DSA on OpenSSL 3.0).
     case unsupportedKeyAlgorithm = "unsupported_key_algorithm"
 }

@@ -12,10 +12,12 @@ enum VerifyCommand: Subcommand {
     static let help = """
         usage: attest-worker verify [FILE] [options]
 
-        Reads jobs (JSON lines; `kind` attestation|assertion, or inferred from attestationObject/assertion)
-        from FILE or stdin and prints one verdict (JSON) per job on stdout, in order. Assertion lines carry
-        the stored device state: `publicKey` (base64 X9.62 point; absent or null = unknown key) and
-        `previousCounter`. Logs and warnings go to stderr. `deviceIntelligence` reflects the job alone under
+        Reads jobs (JSON lines; `kind` attestation|assertion, or inferred from attestationObject/assertion;
+        android_attestation|android_assertion) from FILE or stdin and prints one verdict (JSON) per job on
+        stdout, in order. Assertion lines carry the stored device state: `publicKey` (base64 X9.62 point for
+        Apple, base64 SubjectPublicKeyInfo for Android; absent or null = unknown key) and, for Apple,
+        `previousCounter`. Android attestation lines may carry `signingCertificateDigests` (hex SHA-256)
+        standing in for the app's registration; without them the signer is not checked. Logs and warnings go to stderr. `deviceIntelligence` reflects the job alone under
         the default risk weights; its deviceId is the job's, else the keyId (there is no store to keep one).
 
         options:
@@ -24,6 +26,16 @@ enum VerifyCommand: Subcommand {
                                         the environments accepted (default: production)
           --trust-anchor PEM            replaces the Apple App Attestation Root CA
           --receipt-trust-anchor PEM    replaces Apple Root CA - G3
+          --android-trust-anchor PEM    replaces Google's pinned Android root keys with the keys of the
+                                        certificates in PEM
+          --android-status-list FILE    Google's certificate status list (JSON) to refuse listed certificates
+          --android-require-strongbox   refuse Android keys outside StrongBox
+          --android-require-verified-boot
+                                        refuse Android devices not VERIFIED or with an unlocked bootloader
+                                        (default: accept them, as risk factors)
+          --android-min-patch-level YYYYMM
+                                        refuse Android OS patch levels older than this
+          --android-min-os-version N    refuse Android OS versions below N (Android 14 = 140000)
           --max-job-age SECONDS         oldest receivedAt accepted (default 86400)
           --max-future-skew SECONDS     newest receivedAt accepted, ahead of now (default 60)
           --token-key PEM               sign a verdict token on every accepted verdict with this P-256
@@ -50,6 +62,12 @@ enum VerifyCommand: Subcommand {
         }
         let trust = try TrustOptions.load(
             attestation: args.option("trust-anchor"), receipt: args.option("receipt-trust-anchor"))
+        let androidTrust = try TrustOptions.android(anchors: args.option("android-trust-anchor"), statusList: args.option("android-status-list"))
+        var android = AndroidPolicy(packageName: "", signingCertificateDigests: nil)
+        android.requireStrongBox = args.flag("android-require-strongbox")
+        android.requireVerifiedBoot = args.flag("android-require-verified-boot")
+        android.minimumOSPatchLevel = try args.integer("android-min-patch-level", min: 0)
+        android.minimumOSVersion = try args.integer("android-min-os-version", min: 0)
         var bounds = JobVerifier.TimeBounds()
         if let text = try args.option("max-job-age") { bounds.maxAgeSeconds = try seconds(text, "--max-job-age") }
         if let text = try args.option("max-future-skew") {
@@ -58,11 +76,11 @@ enum VerifyCommand: Subcommand {
         let tokens = try TokenOptions.parse(&args)
         let files = try args.positionals(max: 1)
         let input = try LineReader(path: files.first.flatMap { $0 == "-" ? nil : $0 })
-        let verifier = JobVerifier(trust: trust, clock: clock, timeBounds: bounds)
+        let verifier = JobVerifier(trust: trust, androidTrust: androidTrust, clock: clock, timeBounds: bounds)
         var output = [UInt8]()
         while let line = try input.next() {
             guard !line.allSatisfy(\.isWhitespace) else { continue }
-            try verdict(for: line, verifier: verifier, policy: policy, tokens: tokens).json.write(to: &output)
+            try verdict(for: line, verifier: verifier, policy: policy, android: android, tokens: tokens).json.write(to: &output)
             output.append(UInt8(ascii: "\n"))
             if output.count > 1 << 16 { flush(&output) }
         }
@@ -105,8 +123,10 @@ enum VerifyCommand: Subcommand {
     }
 
     /// The worker's check list run offline (``JobVerifier/offlineVerdict(for:policy:)``), then the token.
-    static func verdict(for line: String, verifier: JobVerifier, policy: EnvironmentPolicy, tokens: TokenOptions?) throws -> Verdict {
-        var verdict = verifier.offlineVerdict(for: line, policy: policy)
+    static func verdict(
+        for line: String, verifier: JobVerifier, policy: EnvironmentPolicy, android: AndroidPolicy, tokens: TokenOptions?
+    ) throws -> Verdict {
+        var verdict = verifier.offlineVerdict(for: line, policy: policy, android: android)
         if let tokens, let intelligence = verdict.deviceIntelligence {
             try verdict.attachToken(
                 signer: tokens.signer, lifetimeSeconds: tokens.lifetimeSeconds, deviceId: intelligence.deviceId,

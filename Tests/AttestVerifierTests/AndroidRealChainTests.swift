@@ -1,5 +1,6 @@
 import AttestCore
 import AttestCrypto
+import AttestVerifier
 import Foundation
 import Testing
 
@@ -95,10 +96,59 @@ import Testing
         }
     }
 
+    /// The device's chain as a job carries it, with the policy Google's expected values imply (the package
+    /// and signers the leaf names) and a verification time inside every certificate's validity but the
+    /// root's (the latest notBefore below the root: remote-provisioned intermediates last about a month).
+    static func request(_ name: String) throws -> (AndroidAttestationRequest, AndroidPolicy, Timestamp, JSONValue) {
+        let expected = try #require(Self.expected(name))
+        let certificates = Self.chain(name)
+        let application = try #require(expected["softwareEnforced"]?["attestationApplicationId"])
+        let digests = Set(Self.items(application["signatures"]).compactMap { $0.stringValue.flatMap(Base64.decode) })
+        // The system packages' attestations (AndroidSystem) list no signers: nothing to register.
+        let policy = AndroidPolicy(
+            packageName: try #require(Self.items(application["packages"]).first?["name"]?.stringValue),
+            signingCertificateDigests: digests.isEmpty ? nil : digests)
+        let time = certificates.dropLast().map(\.notBefore).max()!
+        let request = AndroidAttestationRequest(
+            certificateChain: certificates.map { Base64.encode($0.der) }, challenge: try #require(expected["attestationChallenge"]?.stringValue))
+        return (request, policy, time, expected)
+    }
+
+    /// Every hardware-rooted device chain is accepted under Google's pinned roots (RSA and EC, 2016 to 2026
+    /// root certificates, factory and remote-provisioned intermediates, RSA, EC and ML-DSA leaves), its keyId
+    /// the leaf's key and its facts Google's.
+    @Test(arguments: devices.filter { !$0.hasPrefix("marlin") }) func realChainsAreAccepted(_ name: String) throws {
+        let (request, policy, time, expected) = try Self.request(name)
+        let verified = try AndroidAttestationVerifier(trust: .google).verify(request, policy: policy, at: time).get()
+        let leaf = Self.chain(name)[0]
+        #expect(verified.keyId == Base64.encode(Digest.sha256.hash(leaf.subjectPublicKeyInfo)))
+        #expect(verified.subjectPublicKeyInfo == leaf.subjectPublicKeyInfo)
+        #expect(verified.keyDescription.attestationSecurityLevel.name.replacingOccurrences(of: "_", with: "")
+            == expected["attestationSecurityLevel"]?.stringValue?.replacingOccurrences(of: "_", with: ""))
+        #expect(Self.bool(expected["hardwareEnforced"]?["rootOfTrust"]?["deviceLocked"])
+            == verified.keyDescription.hardwareEnforced.rootOfTrust?.deviceLocked)
+        // One second before the youngest certificate below the root was issued, the chain is not yet valid.
+        let early = AndroidAttestationVerifier(trust: .google).verify(request, policy: policy, at: time.adding(seconds: -1))
+        #expect(early.failure?.reason == .certificateExpired)
+    }
+
+    /// Android's software attestation roots (a userdebug Pixel) are no hardware root: refused as untrusted.
+    @Test(arguments: devices.filter { $0.hasPrefix("marlin") }) func softwareRootsAreUntrusted(_ name: String) throws {
+        let (request, policy, time, _) = try Self.request(name)
+        #expect(AndroidAttestationVerifier(trust: .google).verify(request, policy: policy, at: time).failure?.reason == .untrustedRoot)
+    }
+
+    /// Google's sample with its tags out of order parses (devices do write them so); its leaf was re-encoded
+    /// without being signed again, so the chain itself is refused (OpenSSL agrees).
     @Test func tagsOutOfOrderAreAccepted() throws {
-        let leaf = Self.chain("invalid_tags_not_in_ascending_order")[0]
-        let description = try KeyDescription(der: leaf.extension(.androidKeyDescription)!.value)
+        let certificates = Self.chain("invalid_tags_not_in_ascending_order")
+        let description = try KeyDescription(der: certificates[0].extension(.androidKeyDescription)!.value)
         #expect(!description.hardwareEnforced.tagsInOrder || !description.softwareEnforced.tagsInOrder)
+        let request = AndroidAttestationRequest(
+            certificateChain: certificates.map { Base64.encode($0.der) }, challenge: Base64.encode(description.attestationChallenge))
+        let policy = AndroidPolicy(packageName: "any.package", signingCertificateDigests: nil)
+        let failure = AndroidAttestationVerifier(trust: .google).verify(request, policy: policy, at: certificates[1].notBefore).failure
+        #expect(failure?.reason == .certificateChainInvalid)
     }
 
     @Test func malformedRootOfTrustIsRefused() {
@@ -112,5 +162,12 @@ import Testing
         for length in 0..<value.count {
             #expect(throws: ASN1Error.self) { try KeyDescription(der: Array(value.prefix(length))) }
         }
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
     }
 }

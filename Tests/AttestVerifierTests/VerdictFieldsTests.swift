@@ -103,7 +103,7 @@ import Testing
         let first = Self.decide(Self.job(Self.metadata)).serialized()
         let again = Self.decide(Self.job(Self.metadata)).serialized()
         #expect(first == again)
-        #expect(first.contains(#""ok":true,"schemaVersion":3,"subjectId":"user-42""#))
+        #expect(first.contains(#""ok":true,"schemaVersion":4,"subjectId":"user-42""#))
     }
 }
 

@@ -129,7 +129,10 @@ def test_base64_patterns():
     general = validate.ecma_regex(att["base64"]["pattern"])
     key = validate.ecma_regex(att["base64Of32Bytes"]["pattern"])
     canonical = validate.ecma_regex(validate.load("deadletter")["$defs"]["base64"]["pattern"])
-    public_key = validate.ecma_regex(validate.load("verdict")["properties"]["publicKey"]["pattern"])
+    verdict = validate.load("verdict")
+    any_key = validate.ecma_regex(verdict["properties"]["publicKey"]["pattern"])
+    apple_rule = next(r for r in verdict["allOf"] if r["if"]["properties"].get("kind") == {"const": "attestation"})
+    public_key = validate.ecma_regex(apple_rule["then"]["properties"]["publicKey"]["pattern"])
     offline_key = validate.ecma_regex(validate.load("assertion-job")["properties"]["publicKey"]["pattern"])
     samples = base64_samples(1, list(range(0, 40)) + [64, 65, 66, 100])
     samples += encodings(b"\x04" + bytes(range(64)))
@@ -144,7 +147,9 @@ def test_base64_patterns():
               f"canonical base64 pattern disagrees on {s!r}")
         check(bool(public_key.search(s)) == (ok and len(decoded) == 65 and decoded[0] == 4
                                              and s == base64.b64encode(decoded).decode()),
-              f"verdict publicKey pattern disagrees on {s!r}")
+              f"verdict publicKey pattern (Apple attestations) disagrees on {s!r}")
+        check(bool(any_key.search(s)) == (ok and s == base64.b64encode(decoded).decode()),
+              f"verdict publicKey pattern (canonical base64, Android's SubjectPublicKeyInfo too) disagrees on {s!r}")
         check(bool(offline_key.search(s)) == (ok and len(decoded) == 65 and decoded[0] == 4),
               f"offline publicKey pattern disagrees on {s!r}")
     counts["base64 samples"] = len(samples)
@@ -268,7 +273,7 @@ def test_examples_and_cases():
     expect(v, variant(VERDICT_OK, deviceIntelligence=variant(INTELLIGENCE, riskScore=101, riskCategory="blocked")),
            False, "score over 100")
     expect(v, variant(VERDICT_OK, deviceIntelligence=variant(INTELLIGENCE, deviceId=DROP)), False, "intelligence without deviceId")
-    echoed = {"schemaVersion": 3, "subjectId": "user-42", "receivedAt": NOW, "deviceModel": "iPhone16,2",
+    echoed = {"schemaVersion": 4, "subjectId": "user-42", "receivedAt": NOW, "deviceModel": "iPhone16,2",
               "osVersion": "17.4", "appVersion": "2.1.0", "appBuildNumber": "210", "platform": "iOS"}
     expect(v, variant(VERDICT_OK, **echoed, deviceIntelligence=variant(INTELLIGENCE, subjectId="user-42")), True,
            "subject, receivedAt, analytics metadata and the schema version")

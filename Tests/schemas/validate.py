@@ -3,9 +3,9 @@
 
 usage: validate.py SCHEMA [--schemas DIR] < lines.jsonl
 
-SCHEMA is attestation-job, assertion-job, verdict, deadletter, or a path to a *.schema.json file; `job`
-picks attestation-job or assertion-job per line the way the worker does (kind, else attestationObject,
-else assertion). Blank lines are skipped. Exit status 0 when every line is valid, 1 naming the first
+SCHEMA is attestation-job, assertion-job, android-attestation-job, android-assertion-job, verdict,
+deadletter, or a path to a *.schema.json file; `job` picks the job schema per line the way the worker does
+(kind, else attestationObject, else assertion). Blank lines are skipped. Exit status 0 when every line is valid, 1 naming the first
 line that is not (JSON error or schema violation, with the JSON pointer of the failing member), 2 on
 usage errors or when python3-jsonschema is missing.
 
@@ -37,7 +37,8 @@ except ImportError:  # pragma: no cover - environment problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "Schemas"))
-NAMES = ("attestation-job", "assertion-job", "verdict", "deadletter", "usage-response", "event")
+NAMES = ("attestation-job", "assertion-job", "android-attestation-job", "android-assertion-job", "verdict", "deadletter",
+         "usage-response", "event")
 
 # ------------------------------------------------------------------------------------------- formats
 _RFC3339 = re.compile(
@@ -124,6 +125,8 @@ def job_schema_name(value):
     """The schema for a message on the jobs topic, chosen as Job.parse chooses the kind."""
     if isinstance(value, dict):
         kind = value.get("kind")
+        if kind in ("android_attestation", "android_assertion"):
+            return kind.replace("_", "-") + "-job"
         if kind == "assertion":
             return "assertion-job"
         if kind is None and "attestationObject" not in value and "assertion" in value:

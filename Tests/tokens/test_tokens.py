@@ -162,7 +162,7 @@ def test_tokens(binary, tmp):
         subject = "subject-" + c["name"]
         check(claims.get("subjectId") == subject and v.get("subjectId") == subject
               and v.get("deviceIntelligence", {}).get("subjectId") == subject, f"{c['name']}: subjectId {claims} {v}")
-        check(v.get("schemaVersion") == 3 and v.get("receivedAt") is not None, f"{c['name']}: schemaVersion/receivedAt {v}")
+        check(v.get("schemaVersion") == 4 and v.get("receivedAt") is not None, f"{c['name']}: schemaVersion/receivedAt {v}")
         if c["kind"] == "attestation":
             check(claims.get("deviceId") == "device-" + c["name"], f"deviceId {claims}")
             check(claims.get("environment") == c["expect"].get("environment", "production"), f"environment {claims}")

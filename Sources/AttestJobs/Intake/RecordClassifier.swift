@@ -58,6 +58,10 @@ public struct RecordClassifier: Sendable {
                 DeadLetter(reason: notAJob.reason, message: notAJob.message, answering: fields, with: notAJob.failure))
         case .success(.invalidJob(let jobId, let app, let failure)): return .invalidJob(jobId: jobId, app: app, failure)
         case .success(.job(let job)): return .job(job)
+        case .success(.androidJob(let job)):
+            return .invalidJob(
+                jobId: job.jobId, app: .none,
+                VerificationFailure(.jobInvalid, .platformNotEnabled, "this worker does not decide Android jobs yet; attest-worker verify does"))
         }
     }
 
@@ -65,6 +69,7 @@ public struct RecordClassifier: Sendable {
     public enum Readable: Sendable {
         case invalidJob(jobId: String, app: AppIdentity, VerificationFailure)
         case job(Job)
+        case androidJob(AndroidJob)
     }
 
     /// The checks on a value of `bytes` bytes, of which `value` is what was kept (`cut`: a prefix).
@@ -92,6 +97,12 @@ public struct RecordClassifier: Sendable {
             let reason: FailureReason = json["jobId"] == nil ? .missingField : .invalidField
             return .failure(
                 NotAJob(reason: .jobInvalid, message: text, failure: VerificationFailure(.jobInvalid, reason, text), scannable: false))
+        }
+        if case .string(let kind)? = json["kind"], kind == Job.Kind.androidAttestation.rawValue || kind == Job.Kind.androidAssertion.rawValue {
+            switch AndroidJob.parse(json) {
+            case .success(let job): return .success(.androidJob(job))
+            case .failure(let invalid): return .success(.invalidJob(jobId: jobId, app: .none, invalid.failure))
+            }
         }
         switch Job.parse(json) {
         case .success(let job): return .success(.job(job))

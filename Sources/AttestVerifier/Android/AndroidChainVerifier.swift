@@ -2,7 +2,7 @@ import AttestCore
 import AttestCrypto
 
 /// Verifies an Android attestation chain, leaf first and root last, as docs/CHECK_ORDER.md (Android step 2)
-/// states: names chain; the root's key is pinned; every signature verifies (ECDSA or RSA PKCS #1 v1.5, the
+/// states: names chain; the last certificate's key is a pinned root key and it is self-issued; every signature verifies (ECDSA or RSA PKCS #1 v1.5, the
 /// root's own included) under its issuer's key, from the root down; the CA certificates are CAs allowed to
 /// sign; no certificate carries a critical extension this verifier does not process; only then each
 /// certificate's validity at the job's time, inclusive at both ends.
@@ -30,13 +30,13 @@ public struct AndroidChainVerifier: Sendable {
         precondition((2...Self.maxCertificates).contains(chain.count), "the caller bounds the chain")
         let rootIndex = chain.count - 1
         let root = chain[rootIndex]
-        for (i, certificate) in chain.enumerated() {
-            let issuerName = i < rootIndex ? chain[i + 1].subject : root.subject
-            guard certificate.issuer == issuerName else { return Self.invalid("certificate \(i): issuer name mismatch") }
+        for i in 0..<rootIndex where chain[i].issuer != chain[i + 1].subject {
+            return Self.invalid("certificate \(i): issuer name mismatch")
         }
         guard trust.isRoot(root) else {
             return VerificationFailure(.androidValidationFailed, .untrustedRoot, "the chain does not end in a pinned root key")
         }
+        guard root.issuer == root.subject else { return Self.invalid("certificate \(rootIndex): the root is not self-issued") }
         guard var issuerKey = SignatureKey(subjectPublicKeyInfo: root.subjectPublicKeyInfo, algorithm: root.keyAlgorithm) else {
             return Self.invalid("certificate \(rootIndex): unsupported root key")
         }

@@ -55,6 +55,20 @@ public enum FailureEvidence {
         case .counterNotIncreasing: true  // the stored key signed it, with a counter not above the stored one
         // After the object: the operator's revocation.
         case .keyRevoked: false  // the operator's decision, not the device's doing; its old objects replay freely
+        case .platformNotEnabled: false  // a job this worker does not decide
+        // Android attestations: until the chain verifies to a pinned root and is not listed, nothing is
+        // Google's; a well-formed KeyDescription and the challenge come next (a genuine chain sent again with
+        // another challenge is anyone's replay).
+        case .malformedCertificate, .untrustedRoot, .certificateRevoked, .keyDescriptionInvalid: false
+        // After those the secure hardware has stated these facts of this very key.
+        case .securityLevelInsufficient: true  // a key outside TEE and StrongBox, attested as such
+        case .keyNotHardwareGenerated: true  // an imported key
+        case .packageNameMismatch: true  // a key made for another package
+        case .signingCertificateMismatch: true  // the app as installed is signed by someone else: repackaged
+        case .bootStateUnverified, .deviceUnlocked: true  // a modified or unlocked device, where the app refuses it
+        case .osOutdated: false  // the app's patch policy, not tampering
+        // Android assertions: a key of an algorithm this build cannot use says nothing of the device.
+        case .unsupportedKeyAlgorithm: false
         }
     }
 }

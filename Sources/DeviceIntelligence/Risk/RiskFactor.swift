@@ -15,6 +15,11 @@ public struct RiskFactor: Sendable, Equatable {
         case receiptRiskMetricGrowth = "receipt_risk_metric_growth"
         case validationCategory = "validation_category"
         case bundleVersion = "bundle_version"
+        /// Android: what the secure hardware attested of the device (accepted where the app does not refuse it).
+        case bootloaderUnlocked = "bootloader_unlocked"
+        case bootUnverified = "boot_unverified"
+        case noStrongBox = "no_strongbox"
+        case stalePatchLevel = "stale_patch_level"
     }
 
     public var kind: Kind

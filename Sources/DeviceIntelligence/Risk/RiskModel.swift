@@ -14,6 +14,8 @@ public enum RiskModel {
     public static let receiptRiskMetricGrowthAllowance = 2
     /// Two refreshed metrics further apart than this say nothing about speed: no growth is scored.
     public static let receiptGrowthWindowSeconds: Int64 = 7 * 86_400
+    /// An Android OS patch level up to this many months older than the job is current enough.
+    public static let patchLevelAllowanceMonths = 12
     /// The factors a refreshed receipt decides; a refresh replaces only these in a held score.
     public static let receiptKinds: Set<RiskFactor.Kind> = [.receiptRiskMetric, .receiptRiskMetricGrowth]
 
@@ -46,6 +48,10 @@ public enum RiskModel {
         {
             add(.bundleVersion, occurrences: 1, value: .string(version))
         }
+        if signals.bootloaderUnlocked { add(.bootloaderUnlocked, occurrences: 1, value: .bool(true)) }
+        if let state = signals.bootState { add(.bootUnverified, occurrences: 1, value: .string(state)) }
+        if signals.noStrongBox { add(.noStrongBox, occurrences: 1, value: .bool(true)) }
+        if let level = signals.stalePatchLevel { add(.stalePatchLevel, occurrences: 1, value: .int(Int64(level))) }
         return RiskAssessment(score: min(100, factors.reduce(0) { $0 + $1.points }), factors: factors)
     }
 

@@ -7,6 +7,7 @@ public struct RiskPolicy: Sendable, Equatable {
     public static let defaultWeights: [RiskFactor.Kind: Int] = [
         .developmentBuild: 25, .counterReplay: 15, .failedAttestation: 10, .failedAssertion: 5, .keyChurn: 10,
         .attestationRate: 5, .receiptRiskMetric: 4, .receiptRiskMetricGrowth: 5, .validationCategory: 30, .bundleVersion: 20,
+        .bootloaderUnlocked: 40, .bootUnverified: 40, .noStrongBox: 5, .stalePatchLevel: 15,
     ]
     static let allowedCategoriesKey = "allowed_validation_categories"
     static let minimumBundleVersionKey = "minimum_bundle_version"

@@ -23,6 +23,15 @@ public struct RiskSignals: Sendable, Equatable {
     public var validationCategory: UInt32?
     /// `apple_bundle_version_01` when present as text.
     public var bundleVersion: String?
+    /// Android: the attestation's root of trust says the bootloader is unlocked.
+    public var bootloaderUnlocked = false
+    /// Android: the verified boot state is not VERIFIED (SELF_SIGNED, UNVERIFIED or FAILED): its name.
+    public var bootState: String?
+    /// Android: the key lives in a TEE, not StrongBox.
+    public var noStrongBox = false
+    /// Android: the OS patch level (YYYYMM) when it is more than ``RiskModel/patchLevelAllowanceMonths``
+    /// older than the job, or the device reports none (0).
+    public var stalePatchLevel: Int?
 
     public init() {}
 }
