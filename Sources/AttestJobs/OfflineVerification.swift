@@ -27,7 +27,7 @@ extension JobVerifier {
             var androidPolicy = android
             androidPolicy.packageName = androidJob.packageName
             androidPolicy.signingCertificateDigests = androidJob.signingCertificateDigests
-            var verdict = check(androidJob, policy: androidPolicy, storedKey: androidJob.storedPublicKey, now: now)
+            var verdict = check(androidJob, policy: androidPolicy, storedKey: androidJob.storedPublicKey.map(AttestedAndroidKey.init), now: now)
             verdict.deviceIntelligence = DeviceIntelligence.offline(verdict, of: androidJob)
             return verdict
         }

@@ -36,11 +36,16 @@ struct CoreBenchmark: Subcommand {
           assertion next to the worst at the size limits (the JSON padded to ATTEST_MAX_MESSAGE_BYTES with
           escapes, a 64 KB attestation object, 190 KB of clientData searched for a 512-byte challenge),
           with the ratio worst / typical, which a step turning super-linear in a job's size makes grow.
-        Inputs are Apple's guide sample (real Apple chain and receipt) and a synthetic assertion.
+          Android: attestations of two real device chains (Google's EC P-384 root, its RSA root), cold (every
+            signature, next to the raw verifies of the chain's signatures) and warm (the certificates above the
+            leaf verified before, next to the raw verify of the leaf's signature), and an
+            assertion by an attested P-256 key next to the raw P-256 verify of the same signature.
+        Inputs are Apple's guide sample (real Apple chain and receipt), a synthetic assertion, real Android
+        chains from Google's test data and an Android key minted for the run.
         --json prints one object: {"rawP256VerifyPerSec", "rawP384VerifyPerSec", "rawP384ThenP256PerSec",
         "attestationPerSec": {"coldCache", "warmCache", "warmCacheNoReceipt"}, "assertionPerSec",
         "jobMicroseconds": {"attestation": {"typical", "paddedAtLimit", "largestObjectAtLimit", "paddedRatio",
-        "largestObjectRatio"}, "assertion": {"typical", "largestAtLimit", "largestRatio"}}}.
+        "largestObjectRatio"}, "assertion": {"typical", "largestAtLimit", "largestRatio"}}, "android": {MEASURE: perSec, ...}}.
 
         attest-bench pipeline --help: the worker end to end on the broker and PostgreSQL.
         """
@@ -76,6 +81,8 @@ struct CoreBenchmark: Subcommand {
         var largestObjectAttestationJob: Double
         var assertionJob: Double
         var largestAssertionJob: Double
+        /// Android (``AndroidCoreBench``): each measure's rate, by its name.
+        var android: [(name: String, rate: Double)]
 
         var json: JSONValue {
             func micros(_ rate: Double) -> JSONValue { .double((1e7 / rate).rounded() / 10) }
@@ -88,6 +95,7 @@ struct CoreBenchmark: Subcommand {
                     ("warmCacheNoReceipt", .int(Int64(warmNoReceipt))),
                 ])),
                 ("assertionPerSec", .int(Int64(assertion))),
+                ("android", .object(android.map { ($0.name, .int(Int64($0.rate))) })),
                 ("jobMicroseconds", .object([
                     ("attestation", .object([
                         ("typical", micros(attestationJob)), ("paddedAtLimit", micros(paddedAttestationJob)),
@@ -124,7 +132,11 @@ struct CoreBenchmark: Subcommand {
                 job("attestation job, 64 KB object, 512 B challenge", largestObjectAttestationJob, attestationJob),
                 job("assertion job, typical", assertionJob),
                 job("assertion job, 190 KB clientData, 512 B challenge", largestAssertionJob, assertionJob),
-            ].joined(separator: "\n")
+                "",
+                "Android, each next to the raw OpenSSL verifies of the same keys and digests (the row above it):",
+            ].joined(separator: "\n") + "\n" + android.enumerated().map { i, measure in
+                i % 2 == 0 ? row(measure.name, measure.rate) : row(measure.name, measure.rate, android[i - 1].rate, "verify")
+            }.joined(separator: "\n")
         }
 
         /// µs per job, and for a worst case how many typical jobs it costs.
@@ -154,6 +166,7 @@ struct CoreBenchmark: Subcommand {
         let device = StoredDevice(publicKey: assertionKey, counter: BenchSamples.assertionStoredCounter)
         let jobs = try WorstCaseJobs()
         let jobVerifier = JobVerifier(trust: .apple, clock: FixedClock(at))
+        let android = try AndroidCoreBench()
         // Every measured operation must succeed, or the rates would describe a failure path.
         guard p384.verify(signature: leaf.signature, digest: p384Digest),
             p256.verify(signature: assertionObject.signature, digest: p256Digest),
@@ -179,7 +192,7 @@ struct CoreBenchmark: Subcommand {
                 _ = p256.verify(signature: assertionObject.signature, digest: p256Digest)
             },
         ] + [jobs.typicalAttestation, jobs.paddedAttestation, jobs.largestObjectAttestation, jobs.typicalAssertion,
-            jobs.largestAssertion].map { job in { _ = WorstCaseJobs.decide(job, jobVerifier) } }
+            jobs.largestAssertion].map { job in { _ = WorstCaseJobs.decide(job, jobVerifier) } } + android.measures.map(\.body)
         var samples = [[Double]](repeating: [], count: measures.count)
         for _ in 0..<rounds {
             // Each round cycles through the measures in short slices, so that a burst of load on the machine
@@ -198,7 +211,7 @@ struct CoreBenchmark: Subcommand {
         return Results(
             rawP256: m[0], rawP384: m[1], rawBoth: m[6], cold: m[2], warm: m[3], warmNoReceipt: m[4], assertion: m[5],
             attestationJob: m[7], paddedAttestationJob: m[8], largestObjectAttestationJob: m[9], assertionJob: m[10],
-            largestAssertionJob: m[11])
+            largestAssertionJob: m[11], android: zip(android.measures, m[12...]).map { ($0.name, $1) })
     }
 
     /// Slices each measure gets per round.

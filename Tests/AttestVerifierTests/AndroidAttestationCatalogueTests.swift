@@ -548,7 +548,7 @@ import Testing
     }
 
     static func outcome(_ request: AndroidAssertionRequest, storedKey: [UInt8]? = deviceKey.subjectPublicKeyInfo) -> String {
-        AndroidAssertionVerifier().verify(request, storedKey: storedKey).map { "\($0.code.rawValue)/\($0.reason.rawValue)" } ?? "ok"
+        AndroidAssertionVerifier().verify(request, storedKey: storedKey.map(AttestedAndroidKey.init)).map { "\($0.code.rawValue)/\($0.reason.rawValue)" } ?? "ok"
     }
 
     /// An Ed25519 SubjectPublicKeyInfo (RFC 8410): well formed, but no algorithm Android signatures verify with here.

@@ -6,7 +6,7 @@ extension JobVerifier {
     /// then the verifier's own checks at the job's receivedAt under `policy` (the app's registration, or the
     /// offline `verify`'s flags and the line's digests), the stored key an assertion is checked against
     /// given by the caller.
-    public func check(_ job: AndroidJob, policy: AndroidPolicy, storedKey: [UInt8]?, now: Timestamp, brokerTimestampMs: Int64? = nil) -> Verdict {
+    public func check(_ job: AndroidJob, policy: AndroidPolicy, storedKey: AttestedAndroidKey?, now: Timestamp, brokerTimestampMs: Int64? = nil) -> Verdict {
         var verdict = Verdict(androidJob: job, verifiedAt: now)
         if let failure = checkReceivedAt(job.receivedAt, now: now, brokerTimestampMs: brokerTimestampMs) {
             verdict.failure = failure

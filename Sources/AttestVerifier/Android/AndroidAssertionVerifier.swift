@@ -19,8 +19,8 @@ public struct AndroidAssertionVerifier: Sendable {
         self.limits = limits
     }
 
-    /// nil when the request is accepted. `storedKey`: the SubjectPublicKeyInfo attested for its keyId, nil when unknown.
-    public func verify(_ request: AndroidAssertionRequest, storedKey: [UInt8]?) -> VerificationFailure? {
+    /// nil when the request is accepted. `storedKey`: the key attested for its keyId, nil when unknown.
+    public func verify(_ request: AndroidAssertionRequest, storedKey: AttestedAndroidKey?) -> VerificationFailure? {
         if let failure = limits.challengeFailure(request.challenge) { return failure }
         let keyId: [UInt8]
         switch KeyIdentifier.decode(request.keyId) {
@@ -41,12 +41,10 @@ public struct AndroidAssertionVerifier: Sendable {
         guard let storedKey else {
             return VerificationFailure(.reattestRequired, .unknownKey, "no attested key for this keyId")
         }
-        guard ConstantTime.equal(Digest.sha256.hash(storedKey), keyId) else {
+        guard ConstantTime.equal(storedKey.keyId, keyId) else {
             return VerificationFailure(.keyIdInvalid, .keyIdMismatch, "keyId is not the hash of the attested key")
         }
-        guard let algorithm = SubjectPublicKeyInfo.algorithm(of: storedKey),
-            let key = SignatureKey(subjectPublicKeyInfo: storedKey, algorithm: algorithm)
-        else {
+        guard let key = storedKey.key else {
             return VerificationFailure(.androidValidationFailed, .unsupportedKeyAlgorithm, "the attested key's algorithm cannot verify signatures here")
         }
         guard key.verify(requestSignature: signature, over: clientData) else {

@@ -76,6 +76,11 @@ public struct AndroidAttestationVerifier: Sendable {
             guard let der = Base64.decode(text) else {
                 return .failure(VerificationFailure(.attestationObjectInvalid, .malformedBase64, "certificate \(i) is not base64"))
             }
+            // A certificate verified before is the same parse again: the shared ones are not parsed per job.
+            if i > 0, let known = chains.cache.certificate(for: der) {
+                chain.append(known)
+                continue
+            }
             do {
                 chain.append(try Certificate(der: der))
             } catch {

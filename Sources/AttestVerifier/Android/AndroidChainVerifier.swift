@@ -18,11 +18,16 @@ public struct AndroidChainVerifier: Sendable {
     public static let maxCertificates = 10
 
     public let trust: AndroidTrust
+    /// Certificates above the leaf already verified up to a pinned root: Google's roots and intermediates
+    /// (and a factory batch's attestation key) are shared by many devices, so a warm chain verifies the
+    /// leaf and its device's own certificates only. Validity periods are checked every time.
+    public let cache: VerifiedIssuerCache<SignatureKey>
 
     static let understoodCriticalExtensions: Set<OID> = [.basicConstraints, .keyUsage, .extendedKeyUsage, .androidKeyDescription]
 
-    public init(trust: AndroidTrust) {
+    public init(trust: AndroidTrust, cache: VerifiedIssuerCache<SignatureKey> = VerifiedIssuerCache()) {
         self.trust = trust
+        self.cache = cache
     }
 
     /// nil when the chain is valid at `time`; `chain` holds 2 to ``maxCertificates`` certificates.
@@ -37,20 +42,36 @@ public struct AndroidChainVerifier: Sendable {
             return VerificationFailure(.androidValidationFailed, .untrustedRoot, "the chain does not end in a pinned root key")
         }
         guard root.issuer == root.subject else { return Self.invalid("certificate \(rootIndex): the root is not self-issued") }
-        guard var issuerKey = SignatureKey(subjectPublicKeyInfo: root.subjectPublicKeyInfo, algorithm: root.keyAlgorithm) else {
-            return Self.invalid("certificate \(rootIndex): unsupported root key")
-        }
+        // From the root down; every issuer but the leaf's own (unless that is the root) must be a CA.
+        var issuerKey: SignatureKey? = nil
         for i in stride(from: rootIndex, through: 0, by: -1) {
             let certificate = chain[i]
-            if let problem = Self.structureProblem(certificate, index: i, rootIndex: rootIndex) {
-                return Self.invalid("certificate \(i): \(problem)")
+            let mustBeCA = i >= 2 || i == rootIndex
+            if i > 0, let cached = cache.entry(for: certificate.der) {
+                if mustBeCA {
+                    guard cached.isCA else { return Self.invalid("certificate \(i): issuer is not a CA") }
+                    if let limit = cached.pathLength, i - 1 > limit { return Self.invalid("certificate \(i): path length constraint exceeded") }
+                }
+                issuerKey = cached.key
+                continue
             }
-            guard issuerKey.verify(certificateSignature: certificate.signature, over: certificate.tbsBytes, algorithm: certificate.signatureAlgorithm)
+            let authority: Authority
+            switch Self.structure(certificate, index: i, mustBeCA: mustBeCA) {
+            case .failure(let problem): return Self.invalid("certificate \(i): \(problem.description)")
+            case .success(let parsed): authority = parsed
+            }
+            let key = i > 0 ? SignatureKey(subjectPublicKeyInfo: certificate.subjectPublicKeyInfo, algorithm: certificate.keyAlgorithm) : nil
+            guard let signer = i == rootIndex ? key : issuerKey else {
+                return Self.invalid("certificate \(rootIndex): unsupported root key")
+            }
+            guard signer.verify(certificateSignature: certificate.signature, over: certificate.tbsBytes, algorithm: certificate.signatureAlgorithm)
             else { return Self.invalid("certificate \(i): signature does not verify") }
             guard i > 0 else { break }
-            guard let key = SignatureKey(subjectPublicKeyInfo: certificate.subjectPublicKeyInfo, algorithm: certificate.keyAlgorithm) else {
-                return Self.invalid("certificate \(i): unsupported issuer key")
-            }
+            guard let key else { return Self.invalid("certificate \(i): unsupported issuer key") }
+            cache.insert(
+                certificate.der,
+                VerifiedIssuerCache<SignatureKey>.Entry(
+                    certificate: certificate, key: key, isCA: authority.mayIssue, pathLength: authority.pathLength))
             issuerKey = key
         }
         for (i, certificate) in chain.enumerated() where i < rootIndex && !certificate.isValid(at: time) {
@@ -59,27 +80,36 @@ public struct AndroidChainVerifier: Sendable {
         return nil
     }
 
-    /// The critical-extension rule for every certificate and, for each CA certificate (every issuer but the
-    /// leaf's own, unless that is the root), the CA constraints with `index - 1` intermediates below it.
-    static func structureProblem(_ certificate: Certificate, index: Int, rootIndex: Int) -> String? {
+    /// What a certificate's extensions allow: whether it may issue certificates (a CA whose key usage, when
+    /// stated, includes keyCertSign) and its path length limit.
+    struct Authority {
+        let mayIssue: Bool
+        let pathLength: Int?
+    }
+
+    /// The critical-extension rule for every certificate and, where `mustBeCA`, the CA constraints with
+    /// `index - 1` intermediates below it.
+    static func structure(_ certificate: Certificate, index: Int, mustBeCA: Bool) -> Result<Authority, ChainVerifier.Problem> {
         for ext in certificate.extensions where ext.critical && !understoodCriticalExtensions.contains(ext.oid) {
-            return "unhandled critical extension \(ext.oid)"
+            return .failure(ChainVerifier.Problem("unhandled critical extension \(ext.oid)"))
         }
         var constraints: BasicConstraints? = nil
         if let ext = certificate.extension(.basicConstraints) {
-            guard let parsed = try? BasicConstraints(der: ext.value) else { return "malformed basicConstraints" }
+            guard let parsed = try? BasicConstraints(der: ext.value) else { return .failure(ChainVerifier.Problem("malformed basicConstraints")) }
             constraints = parsed
         }
         var usage: KeyUsage? = nil
         if let ext = certificate.extension(.keyUsage) {
-            guard let parsed = try? KeyUsage(der: ext.value) else { return "malformed keyUsage" }
+            guard let parsed = try? KeyUsage(der: ext.value) else { return .failure(ChainVerifier.Problem("malformed keyUsage")) }
             usage = parsed
         }
-        guard index >= 2 || (index == 1 && rootIndex == 1) else { return nil }
-        guard let constraints, constraints.isCA else { return "issuer is not a CA" }
-        if let limit = constraints.pathLength, index - 1 > limit { return "path length constraint exceeded" }
-        if let usage, !usage.contains(KeyUsage.keyCertSign) { return "issuer key usage lacks keyCertSign" }
-        return nil
+        let authority = Authority(
+            mayIssue: constraints?.isCA == true && (usage?.contains(KeyUsage.keyCertSign) ?? true), pathLength: constraints?.pathLength)
+        guard mustBeCA else { return .success(authority) }
+        guard let constraints, constraints.isCA else { return .failure(ChainVerifier.Problem("issuer is not a CA")) }
+        if let limit = constraints.pathLength, index - 1 > limit { return .failure(ChainVerifier.Problem("path length constraint exceeded")) }
+        if let usage, !usage.contains(KeyUsage.keyCertSign) { return .failure(ChainVerifier.Problem("issuer key usage lacks keyCertSign")) }
+        return .success(authority)
     }
 
     static func invalid(_ message: String) -> VerificationFailure {

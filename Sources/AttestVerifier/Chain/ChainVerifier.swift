@@ -7,7 +7,7 @@ import AttestCrypto
 /// do not process; only then validity periods, inclusive at both ends, at the given time.
 public struct ChainVerifier: Sendable {
     public let anchor: TrustAnchor
-    public let cache: VerifiedIssuerCache
+    public let cache: VerifiedIssuerCache<ECPublicKey>
 
     /// Critical extensions this verifier processes; any other critical extension fails the path. Apple's
     /// App Attest leaf extensions are the verifier's own business (the nonce is checked, 100.8.6 is known),
@@ -16,7 +16,7 @@ public struct ChainVerifier: Sendable {
         .basicConstraints, .keyUsage, .extendedKeyUsage, .appleNonce, .appleAppAttestLeafInfo,
     ]
 
-    public init(anchor: TrustAnchor, cache: VerifiedIssuerCache = VerifiedIssuerCache()) {
+    public init(anchor: TrustAnchor, cache: VerifiedIssuerCache<ECPublicKey> = VerifiedIssuerCache()) {
         self.anchor = anchor
         self.cache = cache
     }
@@ -60,7 +60,7 @@ public struct ChainVerifier: Sendable {
             guard let key = ECPublicKey(subjectPublicKeyInfo: certificate.subjectPublicKeyInfo) else {
                 return .failure(.invalid("certificate \(i): unsupported public key"))
             }
-            let entry = VerifiedIssuerCache.Entry(
+            let entry = VerifiedIssuerCache<ECPublicKey>.Entry(
                 certificate: certificate, key: key, isCA: constraints?.isCA ?? false, pathLength: constraints?.pathLength)
             cache.insert(certificate.der, entry)
             issuerKey = key

@@ -2,7 +2,8 @@ import AttestCore
 import AttestCrypto
 import Synchronization
 
-/// CA certificates already verified up to one trust anchor, keyed by their exact DER bytes.
+/// CA certificates already verified up to one trust anchor (or set of pinned roots), keyed by their exact
+/// DER bytes, with their parsed key (`ECPublicKey` for Apple's chains, `SignatureKey` for Android's).
 ///
 /// The intermediate shared by every device (and the receipt signer shared by every receipt) is then
 /// verified once, not once per job. Only the signature, name chaining and CA constraints are cached:
@@ -10,7 +11,7 @@ import Synchronization
 /// after verification against the anchor, so a client cannot fill the cache with certificates of its own.
 /// Each entry also keeps the parsed certificate, so a job carrying the same bytes again (the attestation's
 /// intermediate, the receipt's CMS certificates) compares them instead of parsing them.
-public final class VerifiedIssuerCache: Sendable {
+public final class VerifiedIssuerCache<Key: Sendable>: Sendable {
     private let entries = Mutex<[DERKey: Entry]>([:])
     private let hits = Atomic<Int>(0)
     private let misses = Atomic<Int>(0)
@@ -25,7 +26,7 @@ public final class VerifiedIssuerCache: Sendable {
     /// certificates (a cached receipt signer may not) and its own path length limit.
     struct Entry: Sendable {
         let certificate: Certificate
-        let key: ECPublicKey
+        let key: Key
         let isCA: Bool
         let pathLength: Int?
     }
