@@ -72,13 +72,13 @@ struct AndroidCoreBench {
             }
             let digest = digestKind.hash(certificate.tbsBytes)
             let signature = certificate.signature
-            switch SignatureKey(subjectPublicKeyInfo: issuer.subjectPublicKeyInfo, algorithm: issuer.keyAlgorithm) {
-            case .ec(let key)?:
-                guard let reusable = key.makeReusableVerifier() else { throw BenchmarkFailure("certificate \(i): issuer key") }
+            let key = SignatureKey(subjectPublicKeyInfo: issuer.subjectPublicKeyInfo, algorithm: issuer.keyAlgorithm)
+            if let ec = key?.ec {
+                guard let reusable = ec.makeReusableVerifier() else { throw BenchmarkFailure("certificate \(i): issuer key") }
                 verifies.append { reusable.verify(signature: signature, digest: digest) }
-            case .rsa(let key)?:
-                verifies.append { key.verify(signature: signature, digest: digest, algorithm: digestKind) }
-            case nil:
+            } else if let rsa = key?.rsa {
+                verifies.append { rsa.verify(signature: signature, digest: digest, algorithm: digestKind) }
+            } else {
                 throw BenchmarkFailure("certificate \(i): unsupported issuer key")
             }
         }
