@@ -78,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "attest-worker",
             dependencies: ["AttestCLI", "AttestClient", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens",
-                "Worker", "DeviceIntelligence", "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
+                "Worker", "DeviceIntelligence", "Durations", "HTTPClient", "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
         ),
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(

@@ -21,7 +21,8 @@ final class CurlEasy: @unchecked Sendable {
 
     deinit { curl_easy_cleanup(handle) }
 
-    func post(_ request: HTTPClientRequest, _ configuration: HTTPClient.Configuration) -> Result<HTTPClientResponse, HTTPClientError> {
+    /// A GET of `request.url`, or a POST of its body.
+    func perform(_ request: HTTPClientRequest, get: Bool, _ configuration: HTTPClient.Configuration) -> Result<HTTPClientResponse, HTTPClientError> {
         // Clears the previous call's options, keeps the connection cache.
         curl_easy_reset(handle)
         var headerList: UnsafeMutablePointer<curl_slist>?
@@ -50,13 +51,17 @@ final class CurlEasy: @unchecked Sendable {
         set(CCurl_setOffset(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBodyBytes)))
         set(CCurl_setString(handle, CURLOPT_USERAGENT, "attest-worker"))
         set(CCurl_setHeaderList(handle, headerList))
-        set(CCurl_setLong(handle, CURLOPT_POST, 1))
-        set(CCurl_setOffset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
-        // COPYPOSTFIELDS copies the body, so it need not outlive this call's buffer pointer.
-        request.body.withUnsafeBytes { bytes in
-            let empty: StaticString = ""
-            let pointer = bytes.baseAddress ?? UnsafeRawPointer(empty.utf8Start)
-            set(CCurl_setPointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: pointer)))
+        if get {
+            set(CCurl_setLong(handle, CURLOPT_HTTPGET, 1))
+        } else {
+            set(CCurl_setLong(handle, CURLOPT_POST, 1))
+            set(CCurl_setOffset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
+            // COPYPOSTFIELDS copies the body, so it need not outlive this call's buffer pointer.
+            request.body.withUnsafeBytes { bytes in
+                let empty: StaticString = ""
+                let pointer = bytes.baseAddress ?? UnsafeRawPointer(empty.utf8Start)
+                set(CCurl_setPointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: pointer)))
+            }
         }
         set(CCurl_setWriteCallback(handle, { data, size, count, context in
             Unmanaged<TransferSink>.fromOpaque(context!).takeUnretainedValue().body(data, size * count)

@@ -3,7 +3,8 @@ import Durations
 import Synchronization
 
 /// A blocking HTTP/1.1 client over libcurl, for calls to outside services (Apple's attestation-data
-/// endpoint): POST with headers and a body, connect and whole-request timeouts, TLS peer and host
+/// endpoint, Google's certificate status list): POST with headers and a body, or GET, connect and
+/// whole-request timeouts, TLS peer and host
 /// verification always on (``Configuration/caFile`` only adds the roots to trust, for tests), redirects never
 /// followed, the response body bounded in bytes (the transfer is aborted past it).
 ///
@@ -49,11 +50,20 @@ public final class HTTPClient: Sendable {
     /// POSTs `request` and returns the final response, whatever its status; an error only when there was
     /// no complete response within the limits.
     public func post(_ request: HTTPClientRequest) -> Result<HTTPClientResponse, HTTPClientError> {
+        perform(request, get: false)
+    }
+
+    /// GETs `url` with `headers` (a request's body is not sent) and returns the final response, as ``post(_:)``.
+    public func get(_ request: HTTPClientRequest) -> Result<HTTPClientResponse, HTTPClientError> {
+        perform(request, get: true)
+    }
+
+    private func perform(_ request: HTTPClientRequest, get: Bool) -> Result<HTTPClientResponse, HTTPClientError> {
         if let problem = Self.problem(in: request) { return .failure(.invalidRequest(problem)) }
         guard let handle = idle.withLock({ $0.popLast() }) ?? CurlEasy() else {
             return .failure(.transport(code: -1, message: "curl_easy_init failed"))
         }
-        let result = handle.post(request, configuration)
+        let result = handle.perform(request, get: get, configuration)
         idle.withLock { handles in
             if handles.count < configuration.idleHandles { handles.append(handle) }
         }

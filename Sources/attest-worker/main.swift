@@ -17,6 +17,7 @@ let usage = """
       device show|revoke   one attested key's device; revoke a key (its device must attest again)
       receipt refresh|show refresh one device's fraud-risk receipt now; show it with its metric history
       token jwks|verify    print the verdict-token key set, or check a verdict token
+      status-list fetch    fetch Google's Android certificate status list for verify --android-status-list
       help                 show this text
 
     Run `attest-worker <command> --help` for a command's options. Benchmarks: attest-bench help.
@@ -35,6 +36,7 @@ Tool.main(name: "attest-worker", usage: usage) { command, arguments in
     case "mad": try MadCommand.main(arguments)
     case "device": try DeviceCommand.main(arguments)
     case "receipt": try ReceiptCommand.main(arguments)
+    case "status-list": try StatusListCommand.main(arguments)
     case "bench": throw Arguments.UsageError(description: "bench is its own executable now: attest-bench core|pipeline|soak")
     default: nil
     }

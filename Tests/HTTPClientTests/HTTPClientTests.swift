@@ -25,6 +25,27 @@ struct HTTPClientTests {
         #expect(response.header("X-Seen-Expect") == "none")
     }
 
+    @Test("GET sends no body and gets the resource; a handle used for a POST serves a GET after it")
+    func getRoundTrip() throws {
+        let server = try LocalServer { routes in
+            routes.add("GET", "/list") { request in
+                HTTPResponse(
+                    status: 200, contentType: "application/json", body: Array(#"{"entries":{}}"#.utf8),
+                    headers: [("X-Seen-Body-Bytes", String(request.body.count)), ("X-Seen-Accept", request.header("Accept") ?? "-")])
+            }
+            routes.add("POST", "/echo") { request in HTTPResponse(status: 200, contentType: "application/octet-stream", body: request.body) }
+        }
+        let client = HTTPClient(configuration: .init(idleHandles: 1))
+        #expect(try client.post(HTTPClientRequest(url: server.url("/echo"), body: [1, 2, 3])).get().body == [1, 2, 3])
+        let response = try client.get(HTTPClientRequest(url: server.url("/list"), headers: [("Accept", "application/json")], body: [9])).get()
+        #expect(response.status == 200)
+        #expect(response.body == Array(#"{"entries":{}}"#.utf8))
+        #expect(response.header("X-Seen-Body-Bytes") == "0")
+        #expect(response.header("X-Seen-Accept") == "application/json")
+        // A GET of a POST-only route is the server's 405 or 404, not a POST.
+        #expect(try client.get(HTTPClientRequest(url: server.url("/echo"))).get().status != 200)
+    }
+
     @Test("Every status comes back as it was answered, with its headers (Retry-After)")
     func statusPassthrough() throws {
         let server = try LocalServer { routes in

@@ -10,7 +10,7 @@ assertions are signed by keys made here with the openssl command (EC P-256, RSA 
 and refused when tampered, unknown or of a key kind this build cannot verify. Every job line and verdict
 validates against Schemas/. Prints one line per failure and a closing count; exits 1 on any failure.
 """
-import base64, glob, hashlib, json, os, re, subprocess, sys, tempfile
+import base64, glob, hashlib, http.server, json, os, re, subprocess, sys, tempfile, threading
 from datetime import datetime, timedelta, timezone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -181,10 +181,47 @@ def one_thing_broken(run):
     pem = '-----BEGIN CERTIFICATE-----\n' + chain[1] + '\n-----END CERTIFICATE-----\n'
     serial = subprocess.run(['openssl', 'x509', '-noout', '-serial'], input=pem, capture_output=True, text=True,
                             check=True).stdout.strip().split('=', 1)[1]
-    with tempfile.NamedTemporaryFile('w', suffix='.json') as f:
-        json.dump({'entries': {format(int(serial, 16), 'x'): {'status': 'REVOKED', 'reason': 'KEY_COMPROMISE'}}}, f)
+    listed = json.dumps({'entries': {format(int(serial, 16), 'x'): {'status': 'REVOKED', 'reason': 'KEY_COMPROMISE'}}}).encode()
+    with tempfile.NamedTemporaryFile('wb', suffix='.json') as f:
+        f.write(listed)
         f.flush()
         run.expect(run.verify(ok, at, '--android-status-list', f.name).get('caiman-policy'), False, 'certificate_revoked')
+
+    # The same list fetched with `status-list fetch` from a local stand-in of Google's endpoint; what is
+    # not a status list, or not a 200, leaves the file as it was.
+    bodies = {'/status': (200, listed), '/garbage': (200, b'{"entries": {"not hex": {}}}'), '/gone': (404, b'')}
+
+    class StandIn(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            status, body = bodies.get(self.path, (404, b''))
+            self.send_response(status)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), StandIn)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f'http://127.0.0.1:{server.server_address[1]}'
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, 'status.json')
+            p = subprocess.run([run.binary, 'status-list', 'fetch', '--url', base + '/status', '--out', out],
+                               capture_output=True, text=True, timeout=60)
+            run.check(p.returncode == 0 and 'with 1 entries' in p.stderr, f'status-list fetch: {p.returncode} {p.stderr.strip()}')
+            run.check(open(out, 'rb').read() == listed, 'status-list fetch: the file is not the list served')
+            run.expect(run.verify(ok, at, '--android-status-list', out).get('caiman-policy'), False, 'certificate_revoked')
+            for path in ('/garbage', '/gone', '/missing'):
+                p = subprocess.run([run.binary, 'status-list', 'fetch', '--url', base + path, '--out', out],
+                                   capture_output=True, text=True, timeout=60)
+                run.check(p.returncode == 2 and p.stdout == '' and len(p.stderr.strip().splitlines()) == 1,
+                          f'status-list fetch {path}: exit {p.returncode}, {p.stderr.strip()!r}')
+                run.check(open(out, 'rb').read() == listed, f'status-list fetch {path}: the file changed')
+    finally:
+        server.shutdown()
 
 
 def openssl(*args, data=None):
