@@ -41,10 +41,7 @@ public final class ECPublicKey: @unchecked Sendable {
         }) {
             self.init(point: Array(der[curve.prefix.count...]), on: curve.parameters)
         } else {
-            guard let decoded = Self.decode(der) else {
-                ERR_clear_error()
-                return nil
-            }
+            guard let decoded = decodePublicKey(der, type: EVP_PKEY_EC) else { return nil }
             self.init(.decoded(decoded))
         }
     }
@@ -163,24 +160,6 @@ public final class ECPublicKey: @unchecked Sendable {
             return true
         }
         if !kept { EVP_PKEY_CTX_free(context) }
-    }
-
-    /// Any SubjectPublicKeyInfo OpenSSL decodes to an EC key, with nothing after it.
-    private static func decode(_ der: [UInt8]) -> OpaquePointer? {
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let parsed = d2i_PUBKEY(nil, &cursor, buffer.count)
-            guard cursor == buffer.baseAddress.map({ $0 + buffer.count }) else {
-                EVP_PKEY_free(parsed)
-                return nil
-            }
-            return parsed
-        }
-        guard let parsed, EVP_PKEY_get_base_id(parsed) == EVP_PKEY_EC else {
-            EVP_PKEY_free(parsed)
-            return nil
-        }
-        return parsed
     }
 
     /// The fixed DER header of a named-curve SubjectPublicKeyInfo before its point (uncompressed: 0x04,

@@ -20,19 +20,9 @@ public final class RSAPublicKey: @unchecked Sendable {
 
     /// From a DER SubjectPublicKeyInfo holding an RSA key of ``allowedBits``, with nothing after it.
     public init?(subjectPublicKeyInfo der: [UInt8]) {
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let parsed = d2i_PUBKEY(nil, &cursor, buffer.count)
-            guard cursor == buffer.baseAddress.map({ $0 + buffer.count }) else {
-                EVP_PKEY_free(parsed)
-                return nil
-            }
-            return parsed
-        }
-        guard let parsed, EVP_PKEY_get_base_id(parsed) == EVP_PKEY_RSA, Self.allowedBits.contains(Int(EVP_PKEY_get_bits(parsed)))
-        else {
+        guard let parsed = decodePublicKey(der, type: EVP_PKEY_RSA) else { return nil }
+        guard Self.allowedBits.contains(Int(EVP_PKEY_get_bits(parsed))) else {
             EVP_PKEY_free(parsed)
-            ERR_clear_error()
             return nil
         }
         key = parsed
