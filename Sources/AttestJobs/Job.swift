@@ -28,6 +28,9 @@ public struct Job: Sendable {
     public var storedCounter: UInt32?
     /// Offline `verify` only: when the stored key was revoked (`revokedAt`, RFC 3339), for either kind.
     public var storedRevokedAt: Timestamp? = nil
+    /// `limitedUse: true`: the backend asks for a token it will consume once (CONTRACT 7, "Tokens"); an app
+    /// policy may require one for every assertion whatever this says.
+    public var limitedUse = false
 
     public static let metadataFields = [
         "deviceId", "deviceFingerprint", "subjectId", "deviceModel", "osVersion", "appVersion", "appBuildNumber",
@@ -144,6 +147,7 @@ public struct Job: Sendable {
         let storedPublicKey = fields.optionalString("publicKey")
         let storedCounter = fields.optionalCounter("previousCounter")
         let storedRevokedAtText = fields.optionalString("revokedAt")
+        let limitedUse = fields.optionalBool("limitedUse")
         if let problem = fields.problem { return fail(problem) }
         guard let receivedAt = Timestamp(rfc3339: receivedAtText) else {
             return fail(VerificationFailure(.jobInvalid, .invalidField, "receivedAt is not an RFC 3339 time"))
@@ -152,10 +156,11 @@ public struct Job: Sendable {
         if storedRevokedAtText != nil, storedRevokedAt == nil {
             return fail(VerificationFailure(.jobInvalid, .invalidField, "revokedAt is not an RFC 3339 time"))
         }
-        return .success(
-            Job(
-                jobId: jobId, receivedAt: receivedAt, payload: payload, metadata: metadata,
-                storedPublicKey: storedPublicKey, storedCounter: storedCounter, storedRevokedAt: storedRevokedAt))
+        var job = Job(
+            jobId: jobId, receivedAt: receivedAt, payload: payload, metadata: metadata,
+            storedPublicKey: storedPublicKey, storedCounter: storedCounter, storedRevokedAt: storedRevokedAt)
+        job.limitedUse = limitedUse ?? false
+        return .success(job)
     }
 
     /// Collects the first field problem while reading, so parsing reads straight through.
@@ -188,6 +193,18 @@ public struct Job: Sendable {
             case .string(let s)? where !s.utf8.contains(0): return s
             default:
                 note(.invalidField, "\(name) must be a string without NUL characters")
+                return nil
+            }
+        }
+
+        /// A JSON boolean, never a string or number read as one: a flag that changes what a token means
+        /// must be exactly what the producer meant.
+        mutating func optionalBool(_ name: String) -> Bool? {
+            switch json[name] {
+            case nil, .null?: return nil
+            case .bool(let b)?: return b
+            default:
+                note(.invalidField, "\(name) must be true or false")
                 return nil
             }
         }

@@ -27,7 +27,14 @@ enum AppCommand: Subcommand {
                                            {"tier": "gold"}; replaces the app's claims ({} removes them). An
                                            object of at most 4096 bytes, 32 members and 4 levels; names the
                                            token sets itself (iss, sub, aud, exp, nbf, iat, jti, kind, deviceId,
-                                           subjectId, environment, riskCategory) are refused
+                                           subjectId, environment, riskCategory, limitedUse) are refused
+          --limited-use-assertions required|optional
+                                           required: every accepted assertion gets a limited-use token, one
+                                           that POST /v1/tokens/consume spends once (default optional: only
+                                           jobs with "limitedUse": true get one)
+          --limited-use-lifetime SECONDS|none
+                                           lifetime of limited-use tokens, at most --token-lifetime (default
+                                           none: the same as --token-lifetime)
 
         \(DatabaseOptions.help)
         """
@@ -43,6 +50,8 @@ enum AppCommand: Subcommand {
         let tokenLifetime = try args.option("token-lifetime")
         let riskWeights = try args.option("risk-weights")
         let claims = try args.option("claims")
+        let limitedUseAssertions = try args.option("limited-use-assertions")
+        let limitedUseLifetime = try args.option("limited-use-lifetime")
         let url = try DatabaseOptions.url(&args)
         let positionals = try args.positionals(max: 1)
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: url, retryTimeout: .seconds(10)))
@@ -53,7 +62,7 @@ enum AppCommand: Subcommand {
                 print(JSONValue.array(apps.map(describe)).serialized())
             } else {
                 for app in apps {
-                    print("\(app.app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)\trisk-weights=\(app.risk.json.serialized())\tclaims=\(app.claims.json.serialized())")
+                    print("\(app.app.appId)\tenvironments=\(app.environments.rawValue)\tchallenges=\(app.challenges.rawValue)\tmad-limit=\(app.madLimit.map(String.init) ?? "none")\tgrace-days=\(app.graceDays)\ttoken-lifetime=\(app.tokenLifetimeSeconds)\trisk-weights=\(app.risk.json.serialized())\tclaims=\(app.claims.json.serialized())\tlimited-use-assertions=\(app.limitedUseAssertions ? "required" : "optional")\tlimited-use-lifetime=\(app.limitedUseLifetimeSeconds.map(String.init) ?? "none")")
                 }
             }
             return 0
@@ -84,6 +93,16 @@ enum AppCommand: Subcommand {
                 } catch {
                     throw Arguments.UsageError(description: "--claims: \(error.description)")
                 }
+            }
+            if let limitedUseAssertions {
+                guard ["required", "optional"].contains(limitedUseAssertions) else {
+                    throw Arguments.UsageError(description: "--limited-use-assertions must be required or optional")
+                }
+                app.limitedUseAssertions = limitedUseAssertions == "required"
+            }
+            if let limitedUseLifetime {
+                app.limitedUseLifetimeSeconds =
+                    limitedUseLifetime == "none" ? nil : try Arguments.wholeNumber(limitedUseLifetime, "--limited-use-lifetime", min: 1)
             }
             try store.upsert(app)
             print(describe(app).serialized())
@@ -120,7 +139,8 @@ enum AppCommand: Subcommand {
             ("environments", .string(app.environments.rawValue)), ("challenges", .string(app.challenges.rawValue)),
             ("madLimit", app.madLimit.map { .int(Int64($0)) } ?? .null), ("graceDays", .int(Int64(app.graceDays))),
             ("tokenLifetimeSeconds", .int(Int64(app.tokenLifetimeSeconds))), ("riskWeights", app.risk.json),
-            ("claims", app.claims.json),
+            ("claims", app.claims.json), ("limitedUseAssertions", .bool(app.limitedUseAssertions)),
+            ("limitedUseLifetimeSeconds", app.limitedUseLifetimeSeconds.map { .int(Int64($0)) } ?? .null),
         ])
     }
 }

@@ -3,13 +3,17 @@ import AttestCore
 import AttestJobs
 import AttestTokens
 import Foundation
+import PostgresClient
+import Worker
 
-/// `attest-worker token jwks|verify`: publishes the key set for verdict tokens and checks a token the way
-/// a relying party would, so operators can debug tokens without writing a client.
+/// `attest-worker token jwks|verify|consume`: publishes the key set for verdict tokens, checks a token the
+/// way a relying party would, and spends a limited-use token as `POST /v1/tokens/consume` does, so operators
+/// and scripts can debug and use tokens without writing a client.
 enum TokenCommand: Subcommand {
     static let help = """
         usage: attest-worker token jwks --key PEM [--key PEM ...]
                attest-worker token verify --jwks FILE [--audience APP_ID] [--issuer NAME] [--ignore-expiry] [--now RFC3339] TOKEN
+               attest-worker token consume --jwks FILE [--audience APP_ID] [--issuer NAME] [--skew SECONDS] [database options] TOKEN
 
         jwks    prints the JSON Web Key Set of the P-256 signing keys (PKCS#8 or SEC1 PEM), in the order given
                 (the first is the one the worker signs with; keep retired keys listed until their last token
@@ -20,12 +24,22 @@ enum TokenCommand: Subcommand {
                 Prints the claims (JSON) when valid, else `invalid: REASON`, REASON one of malformed,
                 alg_not_allowed, unknown_kid, signature_invalid, expired, not_yet_valid, audience_mismatch,
                 issuer_mismatch.
+        consume spends a limited-use token once, across every worker (the consumed_tokens table), by the rules
+                of POST /v1/tokens/consume: the checks of verify (always with exp, --skew seconds of leeway,
+                default ATTEST_MAX_FUTURE_SKEW or 60; --issuer default ATTEST_TOKEN_ISSUER or attest-worker),
+                the limitedUse claim, and with --audience the token's app (as an API key of that app would).
+                Prints the claims (JSON) the first time, else `refused: CODE` with CODE one of
+                token_already_consumed, forbidden, token_not_limited_use, or `invalid: REASON` as verify.
 
         options:
           --now RFC3339     the clock for exp/nbf (default: the system clock)
           --ignore-expiry   skip the exp check (everything else is still checked)
 
-        Exit status: 0 valid (or JWKS printed), 1 invalid token, 2 usage or I/O errors.
+        database options (consume):
+        \(DatabaseOptions.help)
+
+        Exit status: 0 valid or consumed (or JWKS printed), 1 invalid or refused token, 2 usage, I/O or
+        database errors.
         """
 
     static func run(_ args: inout Arguments) throws -> Int32 {
@@ -36,6 +50,9 @@ enum TokenCommand: Subcommand {
         let issuer = try args.option("issuer")
         let now = try args.option("now")
         let ignoreExpiry = args.flag("ignore-expiry")
+        let skew = try args.option("skew")
+        let databaseURL = try args.option("database-url")
+        let config = try args.option("config")
         let positionals = try args.positionals(max: 2)
         switch positionals.first {
         case "jwks":
@@ -59,8 +76,68 @@ enum TokenCommand: Subcommand {
                 print("invalid: \(error)")
                 return 1
             }
+        case "consume":
+            guard let jwksPath else { throw Arguments.UsageError(description: "token consume needs --jwks FILE") }
+            guard positionals.count == 2 else { throw Arguments.UsageError(description: "token consume needs a TOKEN") }
+            return try consume(
+                positionals[1] == "-" ? readToken() : positionals[1], jwks: try jwks(at: jwksPath), audience: audience,
+                issuer: issuer, skew: skew, databaseURL: databaseURL, config: config)
         default:
-            throw Arguments.UsageError(description: "token needs jwks or verify; see attest-worker token --help")
+            throw Arguments.UsageError(description: "token needs jwks, verify or consume; see attest-worker token --help")
+        }
+    }
+
+    /// `token consume`: ``TokenConsumption`` then the ledger, as the endpoint does; an operator with the
+    /// database may spend any app's token, or only `audience`'s when given.
+    private static func consume(
+        _ token: String, jwks: JWKS, audience: String?, issuer: String?, skew: String?, databaseURL: String?, config: String?
+    ) throws -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let values = try WorkerConfiguration.values(file: config ?? environment["ATTEST_CONFIG"], environment: environment)
+        guard let url = databaseURL ?? values["ATTEST_DATABASE_URL"], !url.isEmpty else {
+            throw Arguments.UsageError(description: "set ATTEST_DATABASE_URL or pass --database-url")
+        }
+        let skewText = skew ?? values["ATTEST_MAX_FUTURE_SKEW"] ?? "60"
+        guard let skewSeconds = Int64(skewText), skewSeconds >= 0 else {
+            throw Arguments.UsageError(description: "--skew must be a whole number of seconds")
+        }
+        var consumer = TokenConsumption.Consumer.anyApp
+        if let audience {
+            guard let dot = audience.firstIndex(of: "."),
+                let app = AppIdentity(validating: String(audience[..<dot]), String(audience[audience.index(after: dot)...]))
+            else { throw Arguments.UsageError(description: "--audience must be TEAMID.bundleId") }
+            consumer = .app(app)
+        }
+        let verifier = TokenVerifier(jwks: jwks, leewaySeconds: skewSeconds)
+        let spendable: TokenConsumption.Spendable
+        do {
+            spendable = try TokenConsumption.admit(
+                token, verifier: verifier, issuer: issuer ?? values["ATTEST_TOKEN_ISSUER"] ?? TokenSigner.defaultIssuer, consumer: consumer)
+        } catch {
+            switch error {
+            case .invalid(let rejection): print("invalid: \(rejection)")
+            case .otherApp: print("refused: forbidden")
+            case .notLimitedUse: print("refused: token_not_limited_use")
+            }
+            return 1
+        }
+        let outcome: ConsumedTokenStore.Outcome
+        do {
+            outcome = try ConsumedTokenStore(conninfo: url, retrySeconds: 10).consume(
+                app: spendable.app, jti: spendable.jti, expiresAt: spendable.expiresAt, skewSeconds: skewSeconds)
+        } catch {
+            throw Arguments.UsageError(description: "cannot consume the token: \(error.message)")
+        }
+        switch outcome {
+        case .consumed:
+            print(spendable.claims.serialized())
+            return 0
+        case .alreadyConsumed:
+            print("refused: token_already_consumed")
+            return 1
+        case .expired:
+            print("invalid: expired")
+            return 1
         }
     }
 

@@ -18,7 +18,8 @@ struct StoreStatementTests {
             AppPolicy(teamId: "TEAM", bundleId: "one"),
             AppPolicy(
                 teamId: "TEAM", bundleId: "two", environments: .any, challenges: .worker, madLimit: 500, graceDays: 3,
-                tokenLifetimeSeconds: 900, risk: RiskPolicy(weights: [.counterReplay: 40], minimumBundleVersion: "2.1")),
+                tokenLifetimeSeconds: 900, risk: RiskPolicy(weights: [.counterReplay: 40], minimumBundleVersion: "2.1"),
+                limitedUseAssertions: true, limitedUseLifetimeSeconds: 60),
         ]
         for app in apps { try db.store.upsert(app) }
         let stored = try db.store.apps()

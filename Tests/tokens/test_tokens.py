@@ -9,7 +9,8 @@ against the PEM public key and against the JWKS from `attest-worker token jwks` 
 thumbprints), carry the documented claims (subjectId from the job), and `attest-worker token verify` must answer 0 for a good
 token and 1 with the reason for a changed signature byte, a high-S signature (every issued one is low-S),
 a wrong audience or issuer, an expired token (0 with --ignore-expiry), an unknown key and `alg: none`;
-usage errors exit 2 with one line on stderr.
+usage errors exit 2 with one line on stderr. Limited-use tokens (a job with "limitedUse": true) verify with
+PyJWT too and carry the claim and a jti of their own, the rest as the ordinary token.
 Verdicts carrying tokens must match Schemas/verdict.schema.json.
 Exits 0 when everything holds, 1 otherwise, 2 when PyJWT, python3-jsonschema or openssl is missing.
 """
@@ -88,8 +89,9 @@ def accepted_cases():
     return picked
 
 
-def verify_lines(binary, tmp, cases, *flags):
-    """Runs `verify` on the cases (one process per trust/environment), returning verdicts by jobId."""
+def verify_lines(binary, tmp, cases, *flags, extra=None):
+    """Runs `verify` on the cases (one process per trust/environment), returning verdicts by jobId; `extra`
+    members are added to every job."""
     verdicts = {}
     for c in cases:
         anchors = c["_anchors"]
@@ -100,6 +102,7 @@ def verify_lines(binary, tmp, cases, *flags):
         if c["kind"] == "attestation":
             job["deviceId"] = "device-" + c["name"]
         job["subjectId"] = "subject-" + c["name"]
+        job.update(extra or {})
         p = run(binary, ["verify", "--environment", c["environment"], "--trust-anchor", att,
                          "--receipt-trust-anchor", rec, *flags], json.dumps(job) + "\n")
         check(p.returncode == 0, f"verify {flags}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
@@ -195,6 +198,28 @@ def test_tokens(binary, tmp):
         p = run(binary, ["token", "verify", "--jwks", jwks_path, "-"], token + "\n")
         check(p.returncode == 0, f"token from stdin: {p.returncode} {p.stdout}")
 
+    # Limited-use tokens (a job with "limitedUse": true): PyJWT verifies them as any other; they carry the
+    # claim and a jti of their own (SHA-256 of the app, jobId and iat, 128 bits, base64url), the rest as the
+    # ordinary token of the same job.
+    limited = verify_lines(binary, tmp, cases, *live, "--token-key", keys["current"], "--token-lifetime", "900",
+                           extra={"limitedUse": True})
+    for c in cases:
+        v = limited.get(c["name"])
+        if not check(v is not None and v["ok"] and "token" in v, f"{c['name']}: no limited-use token: {v}"):
+            continue
+        app_id = f"{c['teamId']}.{c['bundleId']}"
+        claims = jwt.decode(v["token"], public_pem, algorithms=["ES256"], audience=app_id, issuer="attest-worker")
+        expected_jti = b64url(hashlib.sha256("\0".join(
+            ["limited-use jti v1", c["teamId"], c["bundleId"], c["name"], str(claims["iat"])]).encode()).digest()[:16])
+        check(claims.get("limitedUse") is True and claims["jti"] == expected_jti and claims["jti"] != c["name"],
+              f"{c['name']}: limited-use claims {claims}")
+        ordinary = jwt.decode(verdicts[c["name"]]["token"], public_pem, algorithms=["ES256"], audience=app_id)
+        check({k: x for k, x in claims.items() if k not in ("jti", "limitedUse", "iat", "exp")}
+              == {k: x for k, x in ordinary.items() if k not in ("jti", "iat", "exp")}, f"{c['name']}: limited vs ordinary claims")
+        check(validate.first_error("verdict", v) is None, f"{c['name']}: limited-use verdict does not match the schema")
+        p = token_verify(binary, jwks_path, v["token"], "--audience", app_id)
+        check(p.returncode == 0 and json.loads(p.stdout) == claims, f"token verify limited: {p.returncode} {p.stdout}")
+
     # Expired: issued at the vectors' fixed time with a one-minute lifetime.
     attestation = [c for c in cases if c["kind"] == "attestation"]
     old = verify_lines(binary, tmp, attestation, "--now", attestation[0]["verifyAt"], "--token-key", keys["current"],
@@ -233,11 +258,13 @@ def test_tokens(binary, tmp):
     for args in (["token", "verify", "x"], ["token", "verify", "--jwks", "/nonexistent.json", "x"],
                  ["token", "jwks"], ["token", "jwks", "--key", keys["p384"]], ["token", "jwks", "--key", "/nonexistent.pem"],
                  ["token", "bogus"], ["token"], ["verify", "--token-key", keys["p384"]],
+                 ["token", "consume", "x"], ["token", "consume", "--jwks", jwks_path],
+                 ["token", "consume", "--jwks", jwks_path, "--audience", "nodot", "x"],
                  ["verify", "--token-key", keys["current"], "--token-lifetime", "0"], ["verify", "--token-lifetime", "60"]):
         p = run(binary, args)
         check(p.returncode == 2 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1,
               f"{args}: exit {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
-    for args in (["token", "--help"], ["token", "verify", "--help"], ["token", "jwks", "--help"]):
+    for args in (["token", "--help"], ["token", "verify", "--help"], ["token", "jwks", "--help"], ["token", "consume", "--help"]):
         p = run(binary, args)
         check(p.returncode == 0 and "usage" in p.stdout, f"{args}: no usage text")
 

@@ -84,7 +84,7 @@ extension BatchProcessor {
                 environment: verified.environment.rawValue, deviceId: intelligence.deviceId,
                 fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
             state = DeviceState(record: record, key: verified.key)
-            sign(&verdict, app: app, intelligence)
+            sign(&verdict, app: app, job: job, intelligence)
             let device = Decision.AttestedDevice(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
                 environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
@@ -92,7 +92,7 @@ extension BatchProcessor {
             return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
         case (.assertion(let verified)?, let app?):
             state?.record.counter = verified.counter
-            sign(&verdict, app: app, intelligence)
+            sign(&verdict, app: app, job: job, intelligence)
             return decision(
                 verdict, job: job, jobId: job.jobId, source: source,
                 change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
@@ -110,13 +110,15 @@ extension BatchProcessor {
     }
 
     /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others),
-    /// with the device id and risk category the verdict reports and the app's custom claims.
-    private func sign(_ verdict: inout Verdict, app: AppPolicy, _ intelligence: IntelligenceChange) {
+    /// with the device id and risk category the verdict reports and the app's custom claims; limited-use when
+    /// the job asks or the app requires it for assertions (``AppPolicy/limitedUse(_:)``).
+    private func sign(_ verdict: inout Verdict, app: AppPolicy, job: Job, _ intelligence: IntelligenceChange) {
         guard let signer = settings.tokenSigner else { return }
+        let limitedUse = app.limitedUse(job)
         do {
             try verdict.attachToken(
-                signer: signer, lifetimeSeconds: Int64(app.tokenLifetimeSeconds), deviceId: intelligence.deviceId,
-                riskCategory: intelligence.riskCategory.rawValue, customClaims: app.claims.members)
+                signer: signer, lifetimeSeconds: Int64(app.tokenLifetime(limitedUse: limitedUse)), deviceId: intelligence.deviceId,
+                riskCategory: intelligence.riskCategory.rawValue, limitedUse: limitedUse, customClaims: app.claims.members)
         } catch {
             // OpenSSL refusing to sign means a broken process: the verdict goes out without a token, counted.
             metrics?.errors.labels(["token"]).increment()

@@ -26,11 +26,27 @@ public struct AppPolicy: Sendable, Equatable {
     public var risk: RiskPolicy
     /// The claims every token of the app carries besides the worker's own (`apps.custom_claims`).
     public var claims: CustomClaims
+    /// Every accepted assertion gets a limited-use token, whatever its job asks (`apps.limited_use_assertions`):
+    /// for an app whose backend must never honour a replayed token (CONTRACT 7, "Tokens").
+    public var limitedUseAssertions: Bool
+    /// The lifetime of limited-use tokens, at most `tokenLifetimeSeconds`; nil: the same. A token spent within
+    /// seconds of its issue need not stay valid an hour, and a shorter one is kept less long once consumed.
+    public var limitedUseLifetimeSeconds: Int?
+
+    /// How long a token of this app lives: a limited-use one at most its own lifetime.
+    public func tokenLifetime(limitedUse: Bool) -> Int {
+        guard limitedUse, let limited = limitedUseLifetimeSeconds else { return tokenLifetimeSeconds }
+        return min(limited, tokenLifetimeSeconds)
+    }
+
+    /// Whether `job`'s token is limited-use: asked for by the job, or required for the app's assertions.
+    public func limitedUse(_ job: Job) -> Bool { job.limitedUse || (limitedUseAssertions && job.kind == .assertion) }
 
     public init(
         teamId: String, bundleId: String, environments: EnvironmentPolicy = .production,
         challenges: ChallengeMode = .backend, madLimit: Int? = nil, graceDays: Int = 7, tokenLifetimeSeconds: Int = 3600,
-        risk: RiskPolicy = RiskPolicy(), claims: CustomClaims = CustomClaims()
+        risk: RiskPolicy = RiskPolicy(), claims: CustomClaims = CustomClaims(), limitedUseAssertions: Bool = false,
+        limitedUseLifetimeSeconds: Int? = nil
     ) {
         app = AppIdentity(teamId: teamId, bundleId: bundleId)
         self.environments = environments
@@ -40,5 +56,7 @@ public struct AppPolicy: Sendable, Equatable {
         self.tokenLifetimeSeconds = tokenLifetimeSeconds
         self.risk = risk
         self.claims = claims
+        self.limitedUseAssertions = limitedUseAssertions
+        self.limitedUseLifetimeSeconds = limitedUseLifetimeSeconds
     }
 }

@@ -9,7 +9,8 @@ import PostgresClient
 enum AppsTable {
     /// What an `AppPolicy` is decoded from: one list, so every statement reading apps reads all of it.
     static let policyColumns =
-        "team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights, custom_claims"
+        "team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights, custom_claims, "
+        + "limited_use_assertions, limited_use_lifetime_seconds"
 
     /// Every registered app.
     struct All: PGStatement {
@@ -33,12 +34,13 @@ enum AppsTable {
     struct Upsert: PGCommandStatement {
         static let sql = """
             INSERT INTO apps (team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds,
-                risk_weights, custom_claims)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb)
+                risk_weights, custom_claims, limited_use_assertions, limited_use_lifetime_seconds)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11)
             ON CONFLICT (team_id, bundle_id) DO UPDATE SET environments = EXCLUDED.environments,
                 challenges = EXCLUDED.challenges, mad_limit = EXCLUDED.mad_limit, grace_days = EXCLUDED.grace_days,
                 token_lifetime_seconds = EXCLUDED.token_lifetime_seconds, risk_weights = EXCLUDED.risk_weights,
-                custom_claims = EXCLUDED.custom_claims,
+                custom_claims = EXCLUDED.custom_claims, limited_use_assertions = EXCLUDED.limited_use_assertions,
+                limited_use_lifetime_seconds = EXCLUDED.limited_use_lifetime_seconds,
                 updated_at = now()
             """
         let parameters: [PGValue]
@@ -48,7 +50,8 @@ enum AppsTable {
                 .text(app.teamId), .text(app.bundleId), .text(app.environments.rawValue), .text(app.challenges.rawValue),
                 app.madLimit.map { .int(Int64($0)) } ?? .null, .int(Int64(app.graceDays)),
                 .int(Int64(app.tokenLifetimeSeconds)), .json(app.risk.json.serialized()),
-                .json(app.claims.json.serialized()),
+                .json(app.claims.json.serialized()), .bool(app.limitedUseAssertions),
+                app.limitedUseLifetimeSeconds.map { .int(Int64($0)) } ?? .null,
             ]
         }
     }
@@ -66,7 +69,9 @@ extension AppPolicy: PGRowDecodable {
             madLimit: try row.decode("mad_limit"), graceDays: try row.decode("grace_days"),
             tokenLifetimeSeconds: try row.decode("token_lifetime_seconds"),
             risk: JSONValue.parse(Array(weights.utf8)).flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy(),
-            claims: (try? CustomClaims(text: claims)) ?? CustomClaims())
+            claims: (try? CustomClaims(text: claims)) ?? CustomClaims(),
+            limitedUseAssertions: try row.decode("limited_use_assertions"),
+            limitedUseLifetimeSeconds: try row.decode("limited_use_lifetime_seconds"))
     }
 }
 
