@@ -1,3 +1,4 @@
+import AttestCore
 import AttestVerifier
 import Durations
 import Foundation
@@ -21,15 +22,21 @@ public struct ReceiptRefreshSettings: Sendable {
     static let maxURLBytes = 2048
     static let maxTimeoutSeconds = 300
 
-    /// The names this reads, with their defaults, for the worker's list of known settings (none is
-    /// secret: the keys' files are, their paths are not).
-    public static let settings: [(name: String, defaultValue: String?, secret: Bool)] = [
-        ("ATTEST_DEVICECHECK_KEYS", "", false),
-        ("ATTEST_RECEIPT_URL_PRODUCTION", appleProductionURL, false),
-        ("ATTEST_RECEIPT_URL_DEVELOPMENT", appleDevelopmentURL, false),
-        ("ATTEST_RECEIPT_CONNECT_TIMEOUT", "5", false),
-        ("ATTEST_RECEIPT_REQUEST_TIMEOUT", "15", false),
-        ("ATTEST_RECEIPT_CA_FILE", "", false),
+    /// The names this reads, with their defaults and what they accept, for the worker's list of known
+    /// settings (none is secret: the keys' files are, their paths are not).
+    public static let settings: [ConfigurationSetting] = [
+        .init("ATTEST_DEVICECHECK_KEYS", "", .text("`TEAMID:KEYID:/path/AuthKey_KEYID.p8`, comma-separated, one per team, at most \(maxKeys)"),
+              "DeviceCheck keys (unencrypted PKCS#8 P-256) for Apple's attestation-data endpoint. Empty: receipt refresh is off."),
+        .init("ATTEST_RECEIPT_URL_PRODUCTION", appleProductionURL, .text("an https URL (http to a loopback host only), at most \(maxURLBytes) bytes"),
+              "The attestation-data endpoint for production devices."),
+        .init("ATTEST_RECEIPT_URL_DEVELOPMENT", appleDevelopmentURL, .text("an https URL (http to a loopback host only), at most \(maxURLBytes) bytes"),
+              "The attestation-data endpoint for development devices."),
+        .init("ATTEST_RECEIPT_CONNECT_TIMEOUT", "5", .integer(1, maxTimeoutSeconds),
+              "Seconds to connect to the endpoint."),
+        .init("ATTEST_RECEIPT_REQUEST_TIMEOUT", "15", .integer(1, maxTimeoutSeconds),
+              "Seconds the whole exchange with the endpoint may take."),
+        .init("ATTEST_RECEIPT_CA_FILE", "", .text("a PEM file, or empty"),
+              "CA certificates that replace the system's for the endpoint (a private stand-in); TLS verification stays on."),
     ]
 
     /// The configuration problems, one message each; none quotes key material.

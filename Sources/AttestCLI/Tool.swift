@@ -1,7 +1,8 @@
 import Foundation
 
 /// The `main` both executables share: `<tool> <command> [options]`, `help` (also `--help`, `-h`, or no
-/// command) printing `usage`, any error one line on stderr with exit status 2.
+/// command) printing `usage`, `version` (also `--version`) printing `<tool> X.Y.Z` (``ReleaseVersion``), any
+/// error one line on stderr with exit status 2.
 public enum Tool {
     /// Runs the command `dispatch` finds for the first argument, which gets the arguments after it; nil is
     /// an unknown command.
@@ -12,6 +13,9 @@ public enum Tool {
         do {
             if ["help", "--help", "-h"].contains(command) {
                 print(usage)
+                status = 0
+            } else if ["version", "--version"].contains(command) {
+                print("\(name) \(ReleaseVersion.current)")
                 status = 0
             } else if let done = try dispatch(command, arguments) {
                 status = done

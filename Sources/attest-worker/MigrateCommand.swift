@@ -8,8 +8,9 @@ enum MigrateCommand: Subcommand {
     static let help = """
         usage: attest-worker migrate [--database-url URL] [--config FILE]
 
-        Applies the numbered migrations of Schemas/postgres that the database lacks, in order, each in its own
-        transaction; safe to run from several processes at once.
+        Applies the numbered migrations bundled in this binary (Sources/Worker/Migrations, linked as
+        Schemas/postgres) that the database lacks, in order, each in its own transaction; safe to run from
+        several processes at once. docs/UPGRADING.md says when a running group must stop first.
 
         \(DatabaseOptions.help)
         """

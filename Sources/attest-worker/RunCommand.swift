@@ -1,6 +1,7 @@
 import AttestCLI
 import AttestCore
 import AttestJobs
+import AttestTokens
 import AttestVerifier
 import Dispatch
 import Foundation
@@ -20,22 +21,39 @@ enum RunCommand: Subcommand {
         verdicts, effectively once. Settings (environment variables, which win over the file):
         \(WorkerConfiguration.settings.map { "  \($0.name)\($0.defaultValue.map { $0.isEmpty ? "" : " (default \($0))" } ?? " (required)")" }.joined(separator: "\n"))
 
+        docs/CONFIGURATION.md is this list with what each setting accepts and does: `attest-worker run
+        --help-markdown` prints it.
+
         SIGTERM or SIGINT stops it in order: polling, buffered jobs, acknowledgements, offsets, producer,
         then the rest in the reverse of their start, within ATTEST_SHUTDOWN_TIMEOUT (else exit status 1).
         A component that fails stops the others the same way and exits 2 with one line.
         """
 
     static func run(_ args: inout Arguments) throws -> Int32 {
+        // The configuration reference (docs/CONFIGURATION.md), generated from the list of settings.
+        if args.flag("help-markdown") {
+            _ = try args.positionals(max: 0)
+            print(WorkerConfiguration.referenceMarkdown, terminator: "")
+            return 0
+        }
         let environment = ProcessInfo.processInfo.environment
         let file = try args.option("config") ?? environment["ATTEST_CONFIG"]
         _ = try args.positionals(max: 0)
         let (configuration, resolved) = try WorkerConfiguration.load(file: file, environment: environment)
         let logger = Logger(level: Logger.Level(name: configuration.logLevel) ?? .info)
-        logger.info("configuration", WorkerConfiguration.describe(resolved).map { ($0.0, .string($0.1)) })
+        logger.info(
+            "configuration",
+            [("version", .string(ReleaseVersion.current))] + WorkerConfiguration.describe(resolved).map { ($0.0, .string($0.1)) })
 
-        // Two listeners: operations (health, readiness, metrics) and product (challenges, key set), each with
+        // Two listeners: operations (health, readiness, metrics) and product (challenges, usage, token
+        // consumption, key set), each with
         // only its own routes, so exposing one never exposes the other. They start first (see `group`).
         let metrics = WorkerMetrics()
+        // The build, for dashboards and upgrades: one series, always 1, labelled with the version.
+        metrics.registry.gauge(
+            "attest_build_info", help: "The running build: always 1, labelled with its version (attest-worker --version).",
+            labelNames: ["version"]
+        ).labels([ReleaseVersion.current]).set(1)
         var opsRoutes = HTTPRoutes()
         HealthEndpoints.register(
             on: &opsRoutes, metrics: metrics.registry, readiness: metrics.readiness.check, advisories: metrics.readiness.advisoryTexts)
@@ -59,6 +77,15 @@ enum RunCommand: Subcommand {
             reader: UsageReader(conninfo: configuration.databaseURL), issuer: issuer, sharedSecret: configuration.challengeSecret,
             limits: challengeLimits, clock: SystemClock(), metrics: metrics, logger: logger
         ).register(on: &routes)
+        // Limited-use tokens are spent against the keys this worker publishes, with the job skew as leeway.
+        if let signer = configuration.tokenSigner {
+            TokenConsumeEndpoint(
+                verifier: TokenVerifier(jwks: signer.jwks, clock: SystemClock(), leewaySeconds: configuration.maxFutureSkewSeconds),
+                issuer: signer.issuer, store: ConsumedTokenStore(conninfo: configuration.databaseURL),
+                reader: UsageReader(conninfo: configuration.databaseURL), challengeIssuer: issuer,
+                sharedSecret: configuration.challengeSecret, limits: challengeLimits, metrics: metrics, logger: logger
+            ).register(on: &routes)
+        }
         let cuts = metrics.registry.counter(
             "attest_http_connections_cut_total", help: "HTTP connections cut by ATTEST_HTTP_REQUEST_TIMEOUT, by listener.",
             labelNames: ["listener"])
@@ -136,7 +163,7 @@ enum RunCommand: Subcommand {
         let refillSeconds = buckets.map(\.refillSeconds).max() ?? 60
         let purger = ChallengePurger(
             conninfo: configuration.databaseURL, maxJobAgeSeconds: configuration.maxJobAgeSeconds,
-            rateBucketIdleSeconds: refillSeconds, logger: logger)
+            rateBucketIdleSeconds: refillSeconds, tokenSkewSeconds: configuration.maxFutureSkewSeconds, logger: logger)
         // Partitions ahead and retention (docs/SCALING.md, "Retention"): rows are stored up to the maximum job
         // age back of now; rounds run several times per partition width.
         let partitions = PartitionMaintainer(
@@ -219,12 +246,20 @@ enum RunCommand: Subcommand {
                 registry: metrics.registry, readiness: metrics.readiness, logger: logger)
         }
         if receipts == nil { logger.info("receipt refresh off: no DeviceCheck key configured") }
+        // Google's Android certificate status list, kept in PostgreSQL for every worker beside the pipeline,
+        // when a URL or a file names one (without either, no list and no age to alert on).
+        let statusList = configuration.androidStatusList.url == nil && configuration.androidStatusList.file == nil
+            ? nil
+            : AndroidStatusListRefresher(
+                conninfo: configuration.databaseURL, settings: configuration.androidStatusList, clock: SystemClock(),
+                metrics: metrics.registry, logger: logger)
+        if statusList == nil { logger.info("android status list off: neither ATTEST_ANDROID_STATUS_LIST_URL nor _FILE is set") }
 
         // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts; the
         // intake last. The group stops them in reverse: polling, lanes, consumer, producer, then the rest.
         let group = ServiceGroup(
             servers + [schema, DatabaseProbe(conninfo: configuration.databaseURL, health: database), purger, partitions, events]
-                + (receipts.map { [$0] } ?? []) + service.services,
+                + (receipts.map { [$0] } ?? []) + (statusList.map { [$0] } ?? []) + service.services,
             shutdownTimeout: .seconds(configuration.shutdownTimeoutSeconds)
         ) { event in
             switch event {

@@ -18,6 +18,7 @@ let usage = """
       receipt refresh|show refresh one device's fraud-risk receipt now; show it with its metric history
       token jwks|verify    print the verdict-token key set, or check a verdict token
       status-list fetch    fetch Google's Android certificate status list for verify --android-status-list
+      version              print the version (also --version)
       help                 show this text
 
     Run `attest-worker <command> --help` for a command's options. Benchmarks: attest-bench help.

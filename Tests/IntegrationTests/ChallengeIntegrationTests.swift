@@ -73,9 +73,12 @@ extension LiveStack {
             let expiresAt = try #require(issued["expiresAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
             #expect(abs(expiresAt.microseconds / 1_000_000 - Int64(Date().timeIntervalSince1970) - 300) <= 5)
             // An unknown app looks like a known one without its key (HardeningHTTPTests has the rest).
-            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE123456","bundleId":"x"}"#, bearer: key).status == 401)
-            #expect(try worker.post("/v1/challenges", #"{"teamId":"NOPE","bundleId":"x"}"#, bearer: key).status == 400)
-            #expect(try worker.post("/v1/challenges", #"{"teamId":1}"#, bearer: key).status == 400)
+            let unknown = try worker.post("/v1/challenges", #"{"teamId":"NOPE123456","bundleId":"x"}"#, bearer: key)
+            #expect(unknown.status == 401)
+            let badTeam = try worker.post("/v1/challenges", #"{"teamId":"NOPE","bundleId":"x"}"#, bearer: key)
+            #expect(badTeam.status == 400)
+            let badBody = try worker.post("/v1/challenges", #"{"teamId":1}"#, bearer: key)
+            #expect(badBody.status == 400)
             // The burst of three is spent by the first request and these two; the next waits a minute.
             let spare = try worker.post("/v1/challenges", body, bearer: key)
             #expect(spare.status == 201)
@@ -83,6 +86,8 @@ extension LiveStack {
             let limited = try worker.post("/v1/challenges", body, bearer: key)
             #expect(limited.status == 429)
             #expect(limited.headers.contains { $0.lowercased().hasPrefix("retry-after: ") })
+            // The real bodies, 201 and each refusal, against Schemas/challenge-response.schema.json.
+            try validate([created.body, spare.body, unknown.body, badTeam.body, badBody.body, limited.body], schema: "challenge-response")
 
             // Expiry: a challenge aged past its five minutes in the database (as if issued long before receivedAt).
             let stale = try Self.issueByCLI(bundleId)

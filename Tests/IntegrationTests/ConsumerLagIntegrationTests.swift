@@ -72,8 +72,16 @@ extension LiveStack {
             let named = Set(unquoted.matches(of: /\battest_[a-z0-9_]+/).map { String($0.output) })
             try #require(!named.isEmpty)
 
+            // With every optional part that exports series of its own: verdict tokens (their consumption) and
+            // the Android status list.
+            let (directory, keys) = try TokenConsumeIntegrationTests.keys()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let statusList = directory.appendingPathComponent("status.json")
+            try Data(#"{"entries":{}}"#.utf8).write(to: statusList)
             let topics = try Stack.topics("lag-names", partitions: 1)
-            let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
+            let worker = try WorkerProcess(
+                topics: topics, group: "g-\(UUID().uuidString)",
+                extra: ["ATTEST_TOKEN_KEYS": keys[0], "ATTEST_ANDROID_STATUS_LIST_FILE": statusList.path])
             defer { worker.kill(SIGTERM); _ = worker.wait(seconds: 30) }
             #expect(worker.waitFor("/readyz", status: 200, seconds: 60), "\(worker.log.suffix(2000))")
             let families = try worker.exportedFamilies()

@@ -2,7 +2,7 @@
 """Checks docker-compose.yml against the worker's own settings: every topic the compose workers use exists.
 
 - the worker's settings and defaults come from `attest-worker run --help` (the binary CI builds), or with
-  --source from the tuple list in Sources/Worker/Configuration/WorkerConfiguration.swift (and the lists it
+  --source from the list in Sources/Worker/Configuration/WorkerConfiguration.swift (and the lists it
   appends, such as ReceiptRefreshSettings.settings);
 - each attest-worker service's environment is resolved as the worker resolves it: the image's ENV, then
   the service's environment (interpolated as compose does, `${VAR:-default}` and the rest, from this
@@ -106,10 +106,9 @@ def settings_from_source():
 
     def read_list(path):
         text = path.read_text(encoding="utf-8")
-        start = re.search(
-            r"static let settings: \[\(name: String, defaultValue: String\?, secret: Bool\)\] = \[", text)
+        start = re.search(r"static let settings: \[ConfigurationSetting\] = \[", text)
         if not start:
-            problems.append(f"{path.relative_to(root)}: no `static let settings` tuple list")
+            problems.append(f"{path.relative_to(root)}: no `static let settings: [ConfigurationSetting]` list")
             return
         depth, index = 1, start.end()
         while depth and index < len(text):
@@ -117,8 +116,7 @@ def settings_from_source():
             index += 1
         body = text[start.end():index - 1]
         value_pattern = rf"nil|{SWIFT_STRING}|[A-Za-z_][A-Za-z0-9_.]*"
-        for name, value, _ in re.findall(
-                rf'\(\s*"(ATTEST_[A-Z0-9_]+)"\s*,\s*({value_pattern})\s*,\s*(true|false)\s*\)', body):
+        for name, value in re.findall(rf'\.init\(\s*"(ATTEST_[A-Z0-9_]+)"\s*,\s*({value_pattern})\s*,', body):
             found[name] = None if value == "nil" else value[1:-1] if value.startswith('"') else swift_constant(value)
         # `] + OtherType.settings`: that type's list joins this one.
         for other in re.findall(r"\A\s*\+\s*([A-Za-z_][A-Za-z0-9_]*)\.settings", text[index:]):

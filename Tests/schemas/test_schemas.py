@@ -366,6 +366,33 @@ def test_examples_and_cases():
         expect(e, variant(risk, **{field: DROP}), False, f"risk category change without {field}")
     expect(e, variant(risk, kind="device.revoked", jobId=DROP, score=DROP, extra=True), True, "revoked, added member")
 
+    # POST /v1/challenges, shaped as IssuedChallenge.json and HTTPResponse.jsonError write them (the
+    # integration test ChallengeIntegrationTests validates real answers of a running worker too).
+    c = "challenge-response"
+    issued = {"challenge": base64.b64encode(bytes(range(32))).decode(), "expiresAt": "2026-12-06T05:12:31.123456Z",
+              "teamId": "A1B2C3D4E5", "bundleId": "com.example.app"}
+    expect(c, issued, True, "issued")
+    expect(c, variant(issued, expiresAt="2026-12-06T05:12:31Z"), True, "whole-second expiry")
+    expect(c, variant(issued, expiresAt="2026-12-06T05:12:31.5Z"), False, "one fraction digit (the worker writes 3 or 6)")
+    expect(c, variant(issued, expiresAt="2026-12-06T06:12:31+01:00"), False, "expiry not in UTC")
+    expect(c, variant(issued, challenge=issued["challenge"].rstrip("=")), False, "unpadded challenge")
+    expect(c, variant(issued, challenge=base64.urlsafe_b64encode(b"\xff" * 32).decode()), False, "URL-safe challenge")
+    expect(c, variant(issued, challenge=base64.b64encode(bytes(31)).decode()), False, "31-byte challenge")
+    expect(c, variant(issued, teamId="a1b2c3d4e5"), False, "lower-case teamId")
+    for field in issued:
+        expect(c, variant(issued, **{field: DROP}), False, f"issued without {field}")
+    expect(c, variant(issued, issuedAt="2026-12-06T05:07:31Z"), True, "issued, added member")
+    for code, message in [("invalid_request", "teamId must be exactly 10 characters A-Z or 0-9 (the App ID prefix)"),
+                          ("unauthorized", "an API key of this app is required: Authorization: Bearer KEY"),
+                          ("unknown_app", "app A1B2C3D4E5.com.example.app is not registered"),
+                          ("too_large", "the body must be at most 4096 bytes"),
+                          ("rate_limited", "too many refused requests; retry in 2 s"),
+                          ("unavailable", "challenges cannot be issued right now")]:
+        expect(c, {"error": code, "message": message}, True, f"refused {code}")
+    expect(c, {"error": "forbidden", "message": "x"}, False, "a code the endpoint never answers")
+    expect(c, {"error": "unauthorized"}, False, "error without message")
+    expect(c, {"error": "unavailable", "message": "x", "challenge": issued["challenge"]}, False, "error and challenge")
+
 # ------------------------------------------------------------------------------------- the binary
 def run_verify(binary, lines, *flags):
     p = subprocess.run([binary, "verify", *flags], input="".join(json.dumps(l) + "\n" if not isinstance(l, str) else l + "\n"

@@ -38,7 +38,8 @@ except ImportError:  # pragma: no cover - environment problem
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMAS_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "Schemas"))
 NAMES = ("attestation-job", "assertion-job", "android-attestation-job", "android-assertion-job", "verdict", "deadletter",
-         "usage-response", "event")
+         "usage-response", "event", "token-consume-request", "token-consume-response",
+         "challenge-response")
 
 # ------------------------------------------------------------------------------------------- formats
 _RFC3339 = re.compile(
