@@ -2,7 +2,6 @@ import AttestCore
 import AttestVerifier
 import Foundation
 import Observability
-import PostgresClient
 import Synchronization
 import Testing
 @testable import Worker
@@ -47,23 +46,8 @@ import Testing
         deinit { server.stop() }
     }
 
-    /// A migrated schema of its own.
-    final class Database {
-        let admin: PGConnection
-        let schema = "statuslist_\(UInt32.random(in: 0...UInt32.max))"
-        let url: String
-
-        init() throws {
-            let base = try #require(
-                ProcessInfo.processInfo.environment["ATTEST_DATABASE_URL"], "run ops/stack up and eval \"$(ops/stack env)\"")
-            admin = try PGConnection(conninfo: base)
-            try admin.execute("CREATE SCHEMA \(schema)")
-            url = base + (base.contains("?") ? "&" : "?") + "options=-c%20search_path%3D\(schema)"
-            _ = try Migrator.migrate(PGConnection(conninfo: url), migrations: Migrator.bundled)
-        }
-
-        deinit { _ = try? admin.execute("DROP SCHEMA \(schema) CASCADE") }
-    }
+    /// A migrated schema of its own, with its URL for the refresher's own connection.
+    typealias Database = ReceiptRefreshStoreTests.Database
 
     static func refresher(
         _ database: Database, url: String?, clock: ManualClock, metrics: MetricsRegistry = MetricsRegistry(),

@@ -5,16 +5,8 @@ import Worker
 /// The list of settings is the configuration reference (docs/CONFIGURATION.md, `run --help-markdown`): each
 /// entry says what it does, and the values it says it accepts are the ones `load` accepts.
 @Suite struct ConfigurationReferenceTests {
-    let required = ["ATTEST_KAFKA_BROKERS": "127.0.0.1:9092", "ATTEST_DATABASE_URL": "postgresql://u:secret@db/attest"]
-
-    func problems(_ environment: [String: String]) -> String? {
-        do {
-            _ = try WorkerConfiguration.load(file: nil, environment: required.merging(environment) { _, b in b })
-            return nil
-        } catch {
-            return error.description
-        }
-    }
+    /// The configuration's problems with `environment` over the required settings (SettingRangeTests' helper).
+    func problems(_ environment: [String: String]) -> String? { SettingRangeTests().problems(environment) }
 
     @Test func everySettingIsDescribedOnce() {
         let names = WorkerConfiguration.settings.map(\.name)
