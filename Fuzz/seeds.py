@@ -195,7 +195,13 @@ def main():
         blocks = re.findall(r'-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----', open(path).read(), re.S)
         name = os.path.basename(path)[:-4]
         if blocks:
-            leaf = base64.b64decode(re.sub(r'\s', '', blocks[0]))
+            chain = [re.sub(r'\s', '', b) for b in blocks]
+            android_job = json.dumps({'jobId': name, 'kind': 'android_attestation', 'packageName': 'com.example.app',
+                                      'certificateChain': chain, 'challenge': 'Y2hhbGxlbmdl',
+                                      'receivedAt': '2026-05-01T12:00:00Z'}).encode()
+            seeds['job'][name + '-android'] = android_job
+            seeds['record'][name + '-android'] = record(1 | 2, 1_777_000_000_000, name.encode(), 0, [], android_job)
+            leaf = base64.b64decode(chain[0])
             seeds['android'][name] = leaf
             marker = bytes.fromhex('060a2b06010401d679020111')  # OID 1.3.6.1.4.1.11129.2.1.17
             at = leaf.find(marker)
@@ -208,6 +214,11 @@ def main():
                     n = length & 0x7f
                     length, start = int.from_bytes(leaf[i + 2:i + 2 + n], 'big'), i + 2 + n
                 seeds['android'][name + '-keydescription'] = leaf[start:start + length]
+    seeds['job']['android-assertion'] = json.dumps({
+        'jobId': 'android-assertion', 'kind': 'android_assertion', 'packageName': 'com.example.app',
+        'keyId': 'MWGN43m6uI0ms8ps5Jw8hXpbm8rXoWxfn2hJXKQhCjY=', 'signature': 'MEUCIQDc3cfAsVxs1YY9RwT3',
+        'clientData': 'eyJjaGFsbGVuZ2UiOiJhYmMifQ==', 'challenge': 'abc', 'receivedAt': '2026-05-01T12:00:00Z',
+        'publicKey': 'MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE'}).encode()
     seeds['android']['status-list'] = b'{"entries":{"1":{"status":"REVOKED","reason":"KEY_COMPROMISE"},"ff":{"status":"SUSPENDED"}}}'
 
     for target, files in seeds.items():
