@@ -257,7 +257,8 @@ final class ConsumerContext: Sendable {
         partitions list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
     ) {
         let partitions = list.map(RDKafkaTopicPartitionList.partitions(of:)) ?? []
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(client)) == "COOPERATIVE"
+        // NULL on error (librdkafka: a consumer closing or not in a group): then not the cooperative protocol.
+        let cooperative = rd_kafka_rebalance_protocol(client).map { String(cString: $0) } == "COOPERATIVE"
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             if !partitions.isEmpty { delegate?.partitionsAssigned(partitions) }
