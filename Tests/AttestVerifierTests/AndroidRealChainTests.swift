@@ -97,8 +97,8 @@ import Testing
     }
 
     /// The device's chain as a job carries it, with the policy Google's expected values imply (the package
-    /// and signers the leaf names) and a verification time inside every certificate's validity but the
-    /// root's (the latest notBefore below the root: remote-provisioned intermediates last about a month).
+    /// and signers the leaf names) and a verification time inside the validity of every certificate between
+    /// the leaf and the root (the latest notBefore there: remote-provisioned intermediates last a month).
     static func request(_ name: String) throws -> (AndroidAttestationRequest, AndroidPolicy, Timestamp, JSONValue) {
         let expected = try #require(Self.expected(name))
         let certificates = Self.chain(name)
@@ -108,7 +108,7 @@ import Testing
         let policy = AndroidPolicy(
             packageName: try #require(Self.items(application["packages"]).first?["name"]?.stringValue),
             signingCertificateDigests: digests.isEmpty ? nil : digests)
-        let time = certificates.dropLast().map(\.notBefore).max()!
+        let time = certificates.dropFirst().dropLast().map(\.notBefore).max()!
         let request = AndroidAttestationRequest(
             certificateChain: certificates.map { Base64.encode($0.der) }, challenge: try #require(expected["attestationChallenge"]?.stringValue))
         return (request, policy, time, expected)
@@ -127,7 +127,7 @@ import Testing
             == expected["attestationSecurityLevel"]?.stringValue?.replacingOccurrences(of: "_", with: ""))
         #expect(Self.bool(expected["hardwareEnforced"]?["rootOfTrust"]?["deviceLocked"])
             == verified.keyDescription.hardwareEnforced.rootOfTrust?.deviceLocked)
-        // One second before the youngest certificate below the root was issued, the chain is not yet valid.
+        // One second before the youngest certificate between the leaf and the root was issued: not yet valid.
         let early = AndroidAttestationVerifier(trust: .google).verify(request, policy: policy, at: time.adding(seconds: -1))
         #expect(early.failure?.reason == .certificateExpired)
     }

@@ -88,8 +88,9 @@ def attestation_job(name):
     digests = [base64.b64decode(s).hex() for s in application.get('signatures', [])]
     if digests:
         job['signingCertificateDigests'] = digests
-    # The latest notBefore below the root: remote-provisioned intermediates last about a month.
-    at = max(not_before(c) for c in chain[:-1])
+    # The latest notBefore between the leaf and the root (the leaf's validity is the device's and is not
+    # checked): remote-provisioned intermediates last about a month.
+    at = max(not_before(c) for c in chain[1:-1])
     job['receivedAt'] = rfc3339(at)
     return job, at, facts
 
@@ -120,7 +121,7 @@ def real_chains(run):
         root = hardware['rootOfTrust']
         run.check(android['deviceLocked'] == root['deviceLocked'], f'{name}: deviceLocked')
         run.check(android['verifiedBootState'] == root['verifiedBootState'], f'{name}: verifiedBootState')
-        # One second before the youngest certificate below the root was issued: not yet valid.
+        # One second before the youngest certificate between the leaf and the root was issued: not yet valid.
         job['jobId'], job['receivedAt'] = name + '-early', rfc3339(at - timedelta(seconds=1))
         run.expect(run.verify([job], at - timedelta(seconds=1)).get(job['jobId']), False, 'certificate_expired')
     run.check(len(devices) >= 3, f'accepted chains from {sorted(devices)}: want at least three devices')

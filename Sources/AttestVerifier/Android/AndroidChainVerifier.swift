@@ -2,16 +2,21 @@ import AttestCore
 import AttestCrypto
 
 /// Verifies an Android attestation chain, leaf first and root last, as docs/CHECK_ORDER.md (Android step 2)
-/// states: names chain; the last certificate's key is a pinned root key and it is self-issued; every signature verifies (ECDSA or RSA PKCS #1 v1.5, the
-/// root's own included) under its issuer's key, from the root down; the CA certificates are CAs allowed to
-/// sign; no certificate carries a critical extension this verifier does not process; only then each
-/// certificate's validity at the job's time, inclusive at both ends.
+/// states: names chain; the last certificate's key is a pinned root key and it is self-issued; every
+/// signature verifies (ECDSA or RSA PKCS #1 v1.5, the root's own included) under its issuer's key, from the
+/// root down; the CA certificates are CAs allowed to sign; only the leaf carries a KeyDescription; no
+/// certificate carries a critical extension this verifier does not process; only then the validity of
+/// each certificate between the leaf and the root at the job's time, inclusive at both ends.
 ///
-/// Two rules follow what real devices produce rather than a web PKI: the leaf's own issuer (the device's
+/// Three rules follow what real devices produce rather than a web PKI. The leaf's own issuer (the device's
 /// attestation key certificate) may be an end-entity certificate (Sony's factory-provisioned keys are
-/// `CA:FALSE`, `digitalSignature`: the keystore signs the leaf with that key all the same), and the root's
-/// validity period is not checked (a pinned root is a trust anchor, a key: the 2016 certificate of Google's
-/// RSA root key expired in May 2026, the same key's 2019 and 2022 certificates did not).
+/// `CA:FALSE`, `digitalSignature`: the keystore signs the leaf with that key all the same); so that an
+/// attested key, which its app can make sign any bytes, can never stand in for it and certify a forged
+/// leaf, no certificate above the leaf may carry a KeyDescription. The leaf's validity is not checked: the
+/// device sets it (the app chooses it with the key's parameters, and the device's clock may be off), so it
+/// proves nothing. The root's validity is not checked either: a pinned root is a trust anchor, a key (the
+/// 2016 certificate of Google's RSA root key expired in May 2026, the same key's 2019 and 2022 did not).
+/// Google's own validator (android/keyattestation) takes the same three positions.
 public struct AndroidChainVerifier: Sendable {
     /// Chains seen on devices hold 3 to 5 certificates (remote key provisioning adds one); a longer one is
     /// refused before any signature is checked.
@@ -74,7 +79,7 @@ public struct AndroidChainVerifier: Sendable {
                     certificate: certificate, key: key, isCA: authority.mayIssue, pathLength: authority.pathLength))
             issuerKey = key
         }
-        for (i, certificate) in chain.enumerated() where i < rootIndex && !certificate.isValid(at: time) {
+        for (i, certificate) in chain.enumerated() where i > 0 && i < rootIndex && !certificate.isValid(at: time) {
             return VerificationFailure(.androidValidationFailed, .certificateExpired, "certificate \(i) not valid at \(time)")
         }
         return nil
@@ -92,6 +97,9 @@ public struct AndroidChainVerifier: Sendable {
     static func structure(_ certificate: Certificate, index: Int, mustBeCA: Bool) -> Result<Authority, ChainVerifier.Problem> {
         for ext in certificate.extensions where ext.critical && !understoodCriticalExtensions.contains(ext.oid) {
             return .failure(ChainVerifier.Problem("unhandled critical extension \(ext.oid)"))
+        }
+        if index > 0, certificate.extension(.androidKeyDescription) != nil {
+            return .failure(ChainVerifier.Problem("an attested key's certificate is not an issuer"))
         }
         var constraints: BasicConstraints? = nil
         if let ext = certificate.extension(.basicConstraints) {
