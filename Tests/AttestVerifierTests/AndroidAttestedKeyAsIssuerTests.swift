@@ -76,3 +76,32 @@ import Testing
         }
     }
 }
+
+/// Integer tags hold the device's unsigned 32- and 64-bit values: a user secure id above Int64's range and
+/// a date of Long.MAX_VALUE milliseconds are read (and reported), a negative or longer integer is not.
+@Suite struct AndroidUnsignedTagTests {
+    static func verify(_ authorizations: [AndroidAttestationOptions.Authorization]) throws -> Result<VerifiedAndroidAttestation, VerificationFailure> {
+        let minted = try AndroidAttestedKeyAsIssuerTests.pki.mintAttestation(options: AndroidAttestationOptions(extraAuthorizations: authorizations))
+        return AndroidAttestationVerifier(trust: AndroidAttestedKeyAsIssuerTests.trust).verify(
+            AndroidAttestationRequest(certificateChain: minted.certificateChain, challenge: minted.challenge),
+            policy: AndroidAttestedKeyAsIssuerTests.policy, at: AndroidAttestedKeyAsIssuerTests.time)
+    }
+
+    @Test func sixtyFourBitValuesAreRead() throws {
+        let secureId: [UInt8] = [0x02, 0x09, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xF0]
+        let longMax: [UInt8] = [0x02, 0x08, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        let verified = try Self.verify([.init(tag: 502, value: secureId), .init(tag: 402, value: longMax, hardwareEnforced: false)]).get()
+        #expect(verified.keyDescription.hardwareEnforced[.userSecureId] == .unsigned(0xFFFF_FFFF_FFFF_FFF0))
+        #expect(verified.keyDescription.softwareEnforced.integer(.usageExpireDateTime) == Int(Int64.max))
+    }
+
+    @Test func negativeOrLongerIntegersAreRefused() throws {
+        for value: [UInt8] in [[0x02, 0x01, 0xFF], [0x02, 0x0A, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0x02, 0x09, 0x01, 0, 0, 0, 0, 0, 0, 0, 0]] {
+            guard case .failure(let failure) = try Self.verify([.init(tag: 502, value: value)]) else {
+                Issue.record("\(value) accepted")
+                continue
+            }
+            #expect(failure.reason == .keyDescriptionInvalid, "\(value)")
+        }
+    }
+}

@@ -7,6 +7,9 @@
 public struct AuthorizationList: Sendable, Equatable {
     public enum Value: Sendable, Equatable {
         case integer(Int)
+        /// An integer tag's value above Int64's range (a 64-bit user secure id, a date of Long.MAX_VALUE
+        /// milliseconds and more are unsigned 64-bit values on the device): read, kept, never a check's input.
+        case unsigned(UInt64)
         case integers([Int])
         /// A tag whose presence is its value (ASN.1 NULL).
         case flag
@@ -107,7 +110,8 @@ public struct AuthorizationList: Sendable, Equatable {
     private static func value(of tag: Tag, _ r: inout ASN1Reader) throws(ASN1Error) -> Value {
         switch tag.kind {
         case .integer:
-            return .integer(try nonNegative(&r))
+            let value = try unsigned(&r)
+            return value <= UInt64(Int.max) ? .integer(Int(value)) : .unsigned(value)
         case .integers:
             var set = try r.children(of: r.next(.set))
             var values = [Int]()
@@ -125,12 +129,23 @@ public struct AuthorizationList: Sendable, Equatable {
         }
     }
 
-    /// Every integer tag of the schema is a count, size, enum value, version or time: never negative.
-    private static func nonNegative(_ r: inout ASN1Reader) throws(ASN1Error) -> Int {
+    /// Every integer tag of the schema is a count, size, enum value, version, time or id: never negative,
+    /// and on the device an unsigned 32- or 64-bit value.
+    private static func unsigned(_ r: inout ASN1Reader) throws(ASN1Error) -> UInt64 {
         let element = try r.next(.integer)
-        let value = try r.integer(of: element)
-        guard value >= 0 else { throw ASN1Error(.invalidValue, at: element.start) }
-        return value
+        var bytes = try r.integerBytes(of: element)
+        guard bytes.first! & 0x80 == 0 else { throw ASN1Error(.invalidValue, at: element.start) }
+        if bytes.count > 1, bytes.first == 0 { bytes = bytes.dropFirst() }
+        guard bytes.count <= 8 else { throw ASN1Error(.invalidValue, at: element.start) }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// A set's members, as the integer tags' (sets of enum values: small).
+    private static func nonNegative(_ r: inout ASN1Reader) throws(ASN1Error) -> Int {
+        let element = try r.peek()
+        let value = try unsigned(&r)
+        guard value <= UInt64(Int.max) else { throw ASN1Error(.invalidValue, at: element.start) }
+        return Int(value)
     }
 
     public subscript(tag: Tag) -> Value? { entries.first { $0.tag == tag }?.value }

@@ -38,6 +38,7 @@ extension AuthorizationList {
             let value: JSONValue
             switch entry.value {
             case .integer(let n): value = .int(Int64(n))
+            case .unsigned(let n): value = .string(String(n))  // beyond a JSON reader's exact integers: as Google's tools print it
             case .integers(let values): value = .array(values.map { .int(Int64($0)) })
             case .flag: value = .bool(true)
             case .bytes(let bytes): value = .string(Base64.encode(bytes))
