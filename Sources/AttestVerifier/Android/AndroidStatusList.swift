@@ -19,8 +19,9 @@ public struct AndroidStatusList: Sendable, Equatable {
         public let description: String
     }
 
+    /// Entries by hex serial, in either case, with or without leading zeros (a serial's bytes hex-encoded).
     public init(entries: [String: String]) {
-        self.entries = entries
+        self.entries = Dictionary(entries.map { (Self.canonical($0.key.lowercased()), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Parses the list Google serves; every entry must name its serial in hex and carry a status.
