@@ -19,6 +19,8 @@ public struct Verdict: Sendable {
     public var bundleId: String?
     /// Android jobs: the app's package name (teamId and bundleId are then null).
     public var packageName: String?
+    /// The job asked for a limited-use token (`limitedUse`); not part of the verdict's JSON (its token says so).
+    public var limitedUseRequested = false
     /// The job's `subjectId` (the backend's user or account), echoed in the verdict, its token and its
     /// device intelligence so the backend needs no lookup of its own.
     public var subjectId: String?
@@ -57,6 +59,7 @@ public struct Verdict: Sendable {
         subjectId = job?.metadata["subjectId"]
         receivedAt = job?.receivedAt
         analytics = job?.metadata.filter { Self.analyticsFields.contains($0.key) } ?? [:]
+        limitedUseRequested = job?.limitedUse ?? false
         self.verifiedAt = verifiedAt
     }
 

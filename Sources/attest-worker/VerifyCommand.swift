@@ -129,10 +129,9 @@ enum VerifyCommand: Subcommand {
         var verdict = verifier.offlineVerdict(for: line, policy: policy, android: android)
         if let tokens, let intelligence = verdict.deviceIntelligence {
             // A line asking for a limited-use token gets the one the worker would sign (claim and jti).
-            let limitedUse = JSONValue.parse(Array(line.utf8))?["limitedUse"] == .bool(true)
             try verdict.attachToken(
                 signer: tokens.signer, lifetimeSeconds: tokens.lifetimeSeconds, deviceId: intelligence.deviceId,
-                riskCategory: intelligence.assessment.category.rawValue, limitedUse: limitedUse)
+                riskCategory: intelligence.assessment.category.rawValue, limitedUse: verdict.limitedUseRequested)
         }
         return verdict
     }

@@ -51,11 +51,11 @@ import Testing
 
     static func refresher(
         _ database: Database, url: String?, clock: ManualClock, metrics: MetricsRegistry = MetricsRegistry(),
-        file: (path: String, body: [UInt8], modifiedAt: Timestamp)? = nil
+        file: (path: String, body: String, modifiedAt: Timestamp)? = nil
     ) -> AndroidStatusListRefresher {
         var settings = AndroidStatusListRefresher.Settings()
         settings.url = url
-        settings.file = file
+        settings.file = file.map { ($0.path, Array($0.body.utf8), try! AndroidStatusList(json: Array($0.body.utf8)), $0.modifiedAt) }
         settings.refreshSeconds = 3600
         settings.retrySeconds = 300
         settings.maxAgeSeconds = 7200
@@ -128,14 +128,14 @@ import Testing
     @Test func aListFromAFileIsStoredAtStartUnlessANewerOneIs() throws {
         let database = try Database()
         let clock = ManualClock(Self.start)
-        let body = Array(#"{"entries":{"abc":{"status":"REVOKED"}}}"#.utf8)
+        let body = #"{"entries":{"abc":{"status":"REVOKED"}}}"#
         let old = Self.refresher(database, url: nil, clock: clock, file: ("/etc/list.json", body, Self.start.adding(seconds: -86_400)))
         old.round()
         #expect(old.lists.current?.source == "file:/etc/list.json")
         #expect(old.lists.current?.fetchedAt == Self.start.adding(seconds: -86_400))
         // A worker started later with an older file keeps the newer stored list.
         let older = Self.refresher(
-            database, url: nil, clock: clock, file: ("/etc/older.json", Array(#"{"entries":{}}"#.utf8), Self.start.adding(seconds: -90_000)))
+            database, url: nil, clock: clock, file: ("/etc/older.json", #"{"entries":{}}"#, Self.start.adding(seconds: -90_000)))
         older.round()
         #expect(older.lists.current?.source == "file:/etc/list.json")
         #expect(older.lists.current?.list.status(ofSerial: Self.serial("0abc")) == "REVOKED")

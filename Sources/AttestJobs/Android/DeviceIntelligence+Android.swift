@@ -25,11 +25,7 @@ extension DeviceIntelligence {
     /// What an Android job alone shows, for the offline verifier: as ``offline(_:of:)`` for Apple jobs, with
     /// the attestation's own risk signals.
     public static func offline(_ verdict: Verdict, of job: AndroidJob) -> DeviceIntelligence {
-        var history = DeviceHistory()
-        history.record(DeviceEvent(verdict, newKey: true), at: job.receivedAt)
-        var signals = history.signals(at: job.receivedAt, extensions: nil)
-        if let android = verdict.android { signals.add(android, receivedAt: job.receivedAt) }
         let deviceId = job.metadata["deviceId"].flatMap { $0.isEmpty ? nil : $0 } ?? verdict.keyId ?? job.jobId
-        return DeviceIntelligence(deviceId: deviceId, assessment: RiskModel.assess(signals, policy: RiskPolicy()), history: history)
+        return offline(verdict, receivedAt: job.receivedAt, deviceId: deviceId)
     }
 }

@@ -7,7 +7,7 @@ extension KeyDescription {
     public var verdictJSON: JSONValue {
         let hardware = hardwareEnforced
         let root = hardware.rootOfTrust
-        let application = softwareEnforced.attestationApplicationId ?? hardware.attestationApplicationId
+        let application = (softwareEnforced.attestationApplicationId ?? hardware.attestationApplicationId)?.json
         func integer(_ tag: AuthorizationList.Tag) -> JSONValue {
             (hardware.integer(tag) ?? softwareEnforced.integer(tag)).map { .int(Int64($0)) } ?? .null
         }
@@ -22,8 +22,8 @@ extension KeyDescription {
             ("osPatchLevel", integer(.osPatchLevel)),
             ("vendorPatchLevel", integer(.vendorPatchLevel)),
             ("bootPatchLevel", integer(.bootPatchLevel)),
-            ("packages", application.map { $0.json["packages"]! } ?? .array([])),
-            ("signingCertificateDigests", application.map { $0.json["signingCertificateDigests"]! } ?? .array([])),
+            ("packages", application?["packages"] ?? .array([])),
+            ("signingCertificateDigests", application?["signingCertificateDigests"] ?? .array([])),
             ("hardwareEnforced", hardware.json),
             ("softwareEnforced", softwareEnforced.json),
         ])

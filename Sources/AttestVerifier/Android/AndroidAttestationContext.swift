@@ -7,7 +7,6 @@ struct AndroidAttestationContext {
     let challenge: [UInt8]
     let policy: AndroidPolicy
     let time: Timestamp
-    let trust: AndroidTrust
     let chains: AndroidChainVerifier
 
     var leaf: Certificate { chain[0] }

@@ -88,6 +88,6 @@ public struct AndroidAttestationVerifier: Sendable {
             }
         }
         return .success(
-            AndroidAttestationContext(chain: chain, challenge: challenge, policy: policy, time: time, trust: chains.trust, chains: chains))
+            AndroidAttestationContext(chain: chain, challenge: challenge, policy: policy, time: time, chains: chains))
     }
 }

@@ -92,32 +92,21 @@ public struct AndroidChainVerifier: Sendable {
         let pathLength: Int?
     }
 
-    /// The critical-extension rule for every certificate and, where `mustBeCA`, the CA constraints with
-    /// `index - 1` intermediates below it.
+    /// ``ChainVerifier/checkStructure(_:asCAOver:understood:)`` (where `mustBeCA`, with `index - 1`
+    /// intermediates below), then the rule that only the leaf carries a KeyDescription.
     static func structure(_ certificate: Certificate, index: Int, mustBeCA: Bool) -> Result<Authority, ChainVerifier.Problem> {
-        for ext in certificate.extensions where ext.critical && !understoodCriticalExtensions.contains(ext.oid) {
-            return .failure(ChainVerifier.Problem("unhandled critical extension \(ext.oid)"))
+        let parsed: (constraints: BasicConstraints?, usage: KeyUsage?)
+        switch ChainVerifier.checkStructure(certificate, asCAOver: mustBeCA ? index - 1 : nil, understood: understoodCriticalExtensions) {
+        case .failure(let problem): return .failure(problem)
+        case .success(let value): parsed = value
         }
         if index > 0, certificate.extension(.androidKeyDescription) != nil {
             return .failure(ChainVerifier.Problem("an attested key's certificate is not an issuer"))
         }
-        var constraints: BasicConstraints? = nil
-        if let ext = certificate.extension(.basicConstraints) {
-            guard let parsed = try? BasicConstraints(der: ext.value) else { return .failure(ChainVerifier.Problem("malformed basicConstraints")) }
-            constraints = parsed
-        }
-        var usage: KeyUsage? = nil
-        if let ext = certificate.extension(.keyUsage) {
-            guard let parsed = try? KeyUsage(der: ext.value) else { return .failure(ChainVerifier.Problem("malformed keyUsage")) }
-            usage = parsed
-        }
-        let authority = Authority(
-            mayIssue: constraints?.isCA == true && (usage?.contains(KeyUsage.keyCertSign) ?? true), pathLength: constraints?.pathLength)
-        guard mustBeCA else { return .success(authority) }
-        guard let constraints, constraints.isCA else { return .failure(ChainVerifier.Problem("issuer is not a CA")) }
-        if let limit = constraints.pathLength, index - 1 > limit { return .failure(ChainVerifier.Problem("path length constraint exceeded")) }
-        if let usage, !usage.contains(KeyUsage.keyCertSign) { return .failure(ChainVerifier.Problem("issuer key usage lacks keyCertSign")) }
-        return .success(authority)
+        return .success(
+            Authority(
+                mayIssue: parsed.constraints?.isCA == true && (parsed.usage?.contains(KeyUsage.keyCertSign) ?? true),
+                pathLength: parsed.constraints?.pathLength))
     }
 
     static func invalid(_ message: String) -> VerificationFailure {

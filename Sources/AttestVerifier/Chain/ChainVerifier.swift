@@ -49,7 +49,7 @@ public struct ChainVerifier: Sendable {
                 continue
             }
             let constraints: BasicConstraints?
-            switch Self.checkStructure(certificate, asCAOver: below) {
+            switch Self.checkStructure(certificate, asCAOver: below).map(\.constraints) {
             case .failure(let problem): return .failure(.invalid("certificate \(i): \(problem)"))
             case .success(let parsed): constraints = parsed
             }
@@ -71,10 +71,12 @@ public struct ChainVerifier: Sendable {
         return .success(cacheLeaf ? issuerKey : nil)
     }
 
-    /// Checks the critical-extension rule for every certificate and, for an issuer with `below`
-    /// certificates under it, the CA constraints. Returns its basicConstraints.
-    static func checkStructure(_ certificate: Certificate, asCAOver below: Int?) -> Result<BasicConstraints?, Problem> {
-        for ext in certificate.extensions where ext.critical && !understoodCriticalExtensions.contains(ext.oid) {
+    /// Checks the critical-extension rule (against `understood`) for every certificate and, for an issuer
+    /// with `below` certificates under it, the CA constraints. Returns its basicConstraints and keyUsage.
+    static func checkStructure(
+        _ certificate: Certificate, asCAOver below: Int?, understood: Set<OID> = understoodCriticalExtensions
+    ) -> Result<(constraints: BasicConstraints?, usage: KeyUsage?), Problem> {
+        for ext in certificate.extensions where ext.critical && !understood.contains(ext.oid) {
             return .failure(Problem("unhandled critical extension \(ext.oid)"))
         }
         var constraints: BasicConstraints? = nil
@@ -87,11 +89,11 @@ public struct ChainVerifier: Sendable {
             guard let parsed = try? KeyUsage(der: ext.value) else { return .failure(Problem("malformed keyUsage")) }
             usage = parsed
         }
-        guard let below else { return .success(constraints) }
+        guard let below else { return .success((constraints, usage)) }
         guard let constraints, constraints.isCA else { return .failure(Problem("issuer is not a CA")) }
         if let limit = constraints.pathLength, below > limit { return .failure(Problem("path length constraint exceeded")) }
         if let usage, !usage.contains(KeyUsage.keyCertSign) { return .failure(Problem("issuer key usage lacks keyCertSign")) }
-        return .success(constraints)
+        return .success((constraints, usage))
     }
 
     struct Problem: Error, CustomStringConvertible {

@@ -22,9 +22,9 @@ public final class AndroidStatusListRefresher: Service {
     public struct Settings: Sendable {
         /// Where to fetch it (ATTEST_ANDROID_STATUS_LIST_URL); nil: never fetched, only read.
         public var url: String?
-        /// A list to store at start (ATTEST_ANDROID_STATUS_LIST_FILE), already parsed, with its file's
-        /// modification time.
-        public var file: (path: String, body: [UInt8], modifiedAt: Timestamp)?
+        /// A list to store at start (ATTEST_ANDROID_STATUS_LIST_FILE): its bytes as read, parsed, and the
+        /// file's modification time.
+        public var file: (path: String, body: [UInt8], list: AndroidStatusList, modifiedAt: Timestamp)?
         public var refreshSeconds: Int64 = 3600
         /// The age past which the list counts as stale (ATTEST_ANDROID_STATUS_LIST_MAX_AGE), exported for the alert.
         public var maxAgeSeconds: Int64 = 172_800
@@ -95,7 +95,7 @@ private final class Rounds: Sendable {
         let now = clock.now()
         do throws(PGError) {
             if let file = settings.file, lists.current == nil {
-                try store(file.body, source: "file:\(file.path)", fetchedAt: file.modifiedAt, nextFetchAt: now)
+                try store(file.body, file.list, source: "file:\(file.path)", fetchedAt: file.modifiedAt, nextFetchAt: now)
             }
             let current = try connection.run { c throws(PGError) in try c.execute(AndroidStatusListTable.Current()) }
             if let current, current.sha256 != lists.current?.sha256 { try load() }
@@ -120,13 +120,14 @@ private final class Rounds: Sendable {
         let problem: String
         switch client.get(HTTPClientRequest(url: url, headers: [("Accept", "application/json")])) {
         case .success(let response) where response.status == 200:
+            let list: AndroidStatusList
             do throws(AndroidStatusList.ParseError) {
-                _ = try AndroidStatusList(json: response.body)
+                list = try AndroidStatusList(json: response.body)
             } catch {
                 problem = error.description
                 break
             }
-            try store(response.body, source: url, fetchedAt: now, nextFetchAt: now.adding(seconds: settings.refreshSeconds))
+            try store(response.body, list, source: url, fetchedAt: now, nextFetchAt: now.adding(seconds: settings.refreshSeconds))
             fetches.labels(["stored"]).increment()
             return
         case .success(let response): problem = "the server answered \(response.status)"
@@ -139,32 +140,38 @@ private final class Rounds: Sendable {
         }
     }
 
-    /// Stores a list that parsed (unless a newer one is stored) and loads what is stored.
-    private func store(_ body: [UInt8], source: String, fetchedAt: Timestamp, nextFetchAt: Timestamp) throws(PGError) {
-        let list = try? AndroidStatusList(json: body)
-        _ = try connection.run { c throws(PGError) in
-            try c.execute(
-                AndroidStatusListTable.Store(
-                    body: body, sha256: Digest.sha256.hash(body), entries: list?.entries.count ?? 0, source: source, fetchedAt: fetchedAt,
-                    nextFetchAt: nextFetchAt))
+    /// Stores a parsed list and holds it, unless a newer one is stored: then that one is loaded.
+    private func store(_ body: [UInt8], _ list: AndroidStatusList, source: String, fetchedAt: Timestamp, nextFetchAt: Timestamp)
+        throws(PGError)
+    {
+        let sha256 = Digest.sha256.hash(body)
+        let statement = AndroidStatusListTable.Store(
+            body: body, sha256: sha256, entries: list.entries.count, source: source, fetchedAt: fetchedAt, nextFetchAt: nextFetchAt)
+        if try connection.run({ c throws(PGError) in try c.execute(statement) }) == 1 {
+            hold(AndroidStatusLists.Held(list: list, sha256: sha256, fetchedAt: fetchedAt, source: source))
+        } else {
+            try load()
         }
-        try load()
     }
 
     /// Reads the stored list and holds it when it parses (a stored list that does not is logged and skipped:
     /// the one held stays).
     private func load() throws(PGError) {
-        guard let stored = try connection.run({ c throws(PGError) in try c.execute(AndroidStatusListTable.Body()) }) else { return }
-        guard stored.sha256 != lists.current?.sha256 else { return }
-        guard let current = try connection.run({ c throws(PGError) in try c.execute(AndroidStatusListTable.Current()) }) else { return }
+        guard let stored = try connection.run({ c throws(PGError) in try c.execute(AndroidStatusListTable.Body()) }),
+            stored.sha256 != lists.current?.sha256
+        else { return }
         do {
             let list = try AndroidStatusList(json: stored.body)
-            lists.hold(AndroidStatusLists.Held(list: list, sha256: stored.sha256, fetchedAt: current.fetchedAt, source: current.source))
-            logger.info(
-                "android status list loaded",
-                [("entries", .int(Int64(list.entries.count))), ("source", .string(current.source)), ("fetchedAt", .string(current.fetchedAt.rfc3339))])
+            hold(AndroidStatusLists.Held(list: list, sha256: stored.sha256, fetchedAt: stored.fetchedAt, source: stored.source))
         } catch {
             logger.warning("stored android status list unreadable", [("error", .string("\(error)"))])
         }
+    }
+
+    private func hold(_ held: AndroidStatusLists.Held) {
+        lists.hold(held)
+        logger.info(
+            "android status list loaded",
+            [("entries", .int(Int64(held.list.entries.count))), ("source", .string(held.source)), ("fetchedAt", .string(held.fetchedAt.rfc3339))])
     }
 }

@@ -448,9 +448,9 @@ public struct WorkerConfiguration: Sendable {
             }
             if let path = optionalFile("ATTEST_ANDROID_STATUS_LIST_FILE"), let data = FileManager.default.contents(atPath: path) {
                 do {
-                    _ = try AndroidStatusList(json: Array(data))
+                    let list = try AndroidStatusList(json: Array(data))
                     let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? Date()
-                    settings.file = (path, Array(data), Timestamp(seconds: Int64(modified.timeIntervalSince1970)))
+                    settings.file = (path, Array(data), list, Timestamp(seconds: Int64(modified.timeIntervalSince1970)))
                 } catch {
                     problems.append("ATTEST_ANDROID_STATUS_LIST_FILE: \(path): \(error)")
                 }

@@ -28,17 +28,24 @@ enum AndroidStatusListTable {
         }
     }
 
-    /// The stored list's bytes, read only when its digest differs from the one a worker holds.
+    /// The stored list with its bytes, read only when its digest differs from the one a worker holds.
     struct Body: PGOptionalRowStatement {
-        static let sql = "SELECT body, sha256 FROM android_status_list"
+        static let sql = """
+            SELECT body, sha256, source, (extract(epoch FROM fetched_at) * 1000000)::bigint AS fetched_at_us
+            FROM android_status_list
+            """
 
         struct Row: PGRowDecodable {
             let body: [UInt8]
             let sha256: [UInt8]
+            let source: String
+            let fetchedAt: Timestamp
 
             init(row: PGRow) throws(PGError) {
                 body = try row.decode("body")
                 sha256 = try row.decode("sha256")
+                source = try row.decode("source")
+                fetchedAt = Timestamp(microseconds: try row.decode("fetched_at_us"))
             }
         }
     }
