@@ -1,4 +1,5 @@
 /// An app as Apple identifies it: the App ID prefix (team) and the bundle identifier, kept as the pair.
+/// An app registered by its Android package alone is named by the pair (``androidTeam``, package name).
 ///
 /// Policies, monthly counts, quotas, risk, challenges and verdict scopes all key on this exact pair. The
 /// joined App ID string ("TEAM.bundle") is what Apple hashes into rpIdHash, so two different splits of
@@ -15,15 +16,30 @@ public struct AppIdentity: Hashable, Sendable, Comparable {
     /// The scope of a verdict whose job names no valid pair.
     public static let none = AppIdentity(teamId: "", bundleId: "")
 
+    /// The team of an app registered by its Android package alone: lower case, so never an App ID prefix.
+    public static let androidTeam = "android"
+
+    /// The app an Android package names until a registration says it belongs to an app with an App ID.
+    public init(androidPackage packageName: String) {
+        self.init(teamId: Self.androidTeam, bundleId: packageName)
+    }
+
+    /// Whether this names an app by its Android package alone.
+    public var isAndroidOnly: Bool { teamId == Self.androidTeam }
+
     /// The pair as given; ``problem(teamId:bundleId:)`` says whether it is a valid one.
     public init(teamId: String, bundleId: String) {
         self.teamId = teamId
         self.bundleId = bundleId
     }
 
-    /// The pair when both fields are valid, else nil.
+    /// The pair when both fields are valid (an App ID, or ``androidTeam`` and a package name), else nil.
     public init?(validating teamId: String, _ bundleId: String) {
-        guard Self.teamIdProblem(teamId) == nil, Self.bundleIdProblem(bundleId) == nil else { return nil }
+        if teamId == Self.androidTeam {
+            guard AndroidJob.packageNameProblem(bundleId) == nil else { return nil }
+        } else {
+            guard Self.teamIdProblem(teamId) == nil, Self.bundleIdProblem(bundleId) == nil else { return nil }
+        }
         self.init(teamId: teamId, bundleId: bundleId)
     }
 

@@ -16,6 +16,9 @@ public struct Job: Sendable {
     public enum Payload: Sendable {
         case attestation(AttestationRequest)
         case assertion(AssertionRequest)
+        /// An Android job, of the app `app`: the package's own pair (``AppIdentity/init(androidPackage:)``)
+        /// until the worker finds the package registered with an app (``resolvingAndroidApp(_:)``).
+        case android(AndroidJob, app: AppIdentity)
     }
 
     public var jobId: String
@@ -42,14 +45,18 @@ public struct Job: Sendable {
     public static let maxMetadataBytes = 256
 
     public var kind: Kind {
-        if case .attestation = payload { return .attestation }
-        return .assertion
+        switch payload {
+        case .attestation: .attestation
+        case .assertion: .assertion
+        case .android(let job, _): job.kind
+        }
     }
 
     public var teamId: String {
         switch payload {
         case .attestation(let r): return r.teamId
         case .assertion(let r): return r.teamId
+        case .android(_, let app): return app.teamId
         }
     }
 
@@ -57,16 +64,26 @@ public struct Job: Sendable {
         switch payload {
         case .attestation(let r): return r.bundleId
         case .assertion(let r): return r.bundleId
+        case .android(_, let app): return app.bundleId
         }
+    }
+
+    /// The Android job, for Android kinds.
+    public var android: AndroidJob? {
+        if case .android(let job, _) = payload { return job }
+        return nil
     }
 
     /// The job's app; valid whenever the job parsed (``AppIdentity`` says why that matters).
     public var app: AppIdentity { AppIdentity(teamId: teamId, bundleId: bundleId) }
 
+    /// The keyId the job names; an Android attestation names none (its key is the leaf's, known once
+    /// verified), and reads as empty.
     public var keyId: String {
         switch payload {
         case .attestation(let r): return r.keyId
         case .assertion(let r): return r.keyId
+        case .android(let job, _): return job.keyId ?? ""
         }
     }
 
@@ -75,6 +92,7 @@ public struct Job: Sendable {
         switch payload {
         case .attestation(let r): return r.challenge
         case .assertion(let r): return r.challenge
+        case .android(let job, _): return job.challenge
         }
     }
 

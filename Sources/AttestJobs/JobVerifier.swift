@@ -102,7 +102,8 @@ public struct JobVerifier: Sendable {
     /// record was classified. The token is no check: it is signed onto an accepted verdict afterwards.
     static let checks: [any JobCheck] = beforeChallenge + [
         IssuedChallengeCheck(),
-        ObjectCheck(),  // AttestVerifier's attestation or assertion checks
+        AndroidStatusListCheck(),  // Android attestations: a status list the worker may still use
+        ObjectCheck(),  // AttestVerifier's attestation or assertion checks, Apple's or Android's
         KeyRevocationCheck(),  // both: the operator's revocation of the key
         KeyEnvironmentCheck(),  // assertions: the environment policy
         QuotaCheck(),  // attestations: the monthly active device limit

@@ -23,11 +23,15 @@ extension JobVerifier {
             return rejection(answering: notAJob.answerFields(in: value), notAJob.failure, at: now)
         case .success(.invalidJob(let jobId, _, let failure)): return rejection(jobId: jobId, failure, at: now)
         case .success(.job(let parsed)): job = parsed
-        case .success(.androidJob(let androidJob)):
+        }
+        if let androidJob = job.android {
             var androidPolicy = android
             androidPolicy.packageName = androidJob.packageName
             androidPolicy.signingCertificateDigests = androidJob.signingCertificateDigests
-            var verdict = check(androidJob, policy: androidPolicy, storedKey: androidJob.storedPublicKey.map(AttestedAndroidKey.init), now: now)
+            let inputs = JobCheckInputs(
+                now: now, app: AppRules(environments: policy, android: androidPolicy),
+                androidKey: androidJob.storedPublicKey.map(AttestedAndroidKey.init))
+            var verdict = check(job, inputs).verdict
             verdict.deviceIntelligence = DeviceIntelligence.offline(verdict, of: androidJob)
             return verdict
         }

@@ -53,25 +53,21 @@ public struct Verdict: Sendable {
     public init(job: Job?, verifiedAt: Timestamp) {
         jobId = job?.jobId
         kind = job?.kind
-        keyId = job?.keyId
-        teamId = job?.teamId
-        bundleId = job?.bundleId
+        if let job, let android = job.android {
+            // An Android attestation's keyId is its leaf's, set once verified. Its app is named by the
+            // package, and by the App ID too when the package is registered with one.
+            keyId = android.keyId
+            packageName = android.packageName
+            if !job.app.isAndroidOnly { (teamId, bundleId) = (job.teamId, job.bundleId) }
+        } else {
+            keyId = job?.keyId
+            teamId = job?.teamId
+            bundleId = job?.bundleId
+        }
         subjectId = job?.metadata["subjectId"]
         receivedAt = job?.receivedAt
         analytics = job?.metadata.filter { Self.analyticsFields.contains($0.key) } ?? [:]
         limitedUseRequested = job?.limitedUse ?? false
-        self.verifiedAt = verifiedAt
-    }
-
-    /// The verdict of an Android job that could be read.
-    public init(androidJob job: AndroidJob, verifiedAt: Timestamp) {
-        jobId = job.jobId
-        kind = job.kind
-        keyId = job.keyId
-        packageName = job.packageName
-        subjectId = job.metadata["subjectId"]
-        receivedAt = job.receivedAt
-        analytics = job.metadata.filter { Self.analyticsFields.contains($0.key) }
         self.verifiedAt = verifiedAt
     }
 

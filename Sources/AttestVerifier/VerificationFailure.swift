@@ -102,8 +102,9 @@ public enum FailureReason: String, Sendable, CaseIterable {
     case deviceUnlocked = "device_unlocked"
     /// Android: the OS version or patch level is older than the app's minimum.
     case osOutdated = "os_outdated"
-    /// A job of a platform this worker does not decide (Android jobs, until the worker's Android pipeline).
-    case platformNotEnabled = "platform_not_enabled"
+    /// Android attestations: the worker's status list is older than ATTEST_ANDROID_STATUS_LIST_MAX_AGE and
+    /// ATTEST_ANDROID_STATUS_LIST_STALE refuses (a revoked chain could not be told apart); worth a retry later.
+    case statusListStale = "status_list_stale"
     /// Android assertions: the attested key is of an algorithm this build cannot verify (ML-DSA on OpenSSL 3.0).
     case unsupportedKeyAlgorithm = "unsupported_key_algorithm"
 }

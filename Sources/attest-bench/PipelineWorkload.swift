@@ -168,7 +168,7 @@ struct PipelineWorkload: Sendable {
             device = StoredDevice(publicKey: verified.key, counter: verified.counter)
         case .assertion(let verified)?:
             device?.counter = verified.counter
-        case nil:
+        case .androidAttestation?, .androidAssertion?, nil:
             break
         }
         let verdict = checked.verdict

@@ -185,8 +185,21 @@ enum RunCommand: Subcommand {
             metrics.recordCache("attestation", hits: attestation.hits, misses: attestation.misses)
             metrics.recordCache("receipt", hits: receipt.hits, misses: receipt.misses)
         }
+        // Google's Android certificate status list, kept in PostgreSQL for every worker beside the pipeline,
+        // when a URL or a file names one (without either, no list and no age to alert on).
+        let statusList = configuration.androidStatusList.url == nil && configuration.androidStatusList.file == nil
+            ? nil
+            : AndroidStatusListRefresher(
+                conninfo: configuration.databaseURL, settings: configuration.androidStatusList, clock: SystemClock(),
+                metrics: metrics.registry, logger: logger)
+        if statusList == nil { logger.info("android status list off: neither ATTEST_ANDROID_STATUS_LIST_URL nor _FILE is set") }
+        let androidTrust = try TrustOptions.android(
+            anchors: configuration.androidTrustAnchorsPath, statusList: nil, flag: "ATTEST_ANDROID_TRUST_ANCHORS"
+        ) {
+            logger.warning("trust anchor replaced: not for production", [("detail", .string($0))])
+        }
         let verifier = JobVerifier(
-            trust: trust, clock: SystemClock(),
+            trust: trust, androidTrust: androidTrust, clock: SystemClock(),
             timeBounds: JobVerifier.TimeBounds(
                 maxAgeSeconds: configuration.maxJobAgeSeconds, maxFutureSkewSeconds: configuration.maxFutureSkewSeconds,
                 maxReceivedBeforeBrokerSeconds: configuration.maxReceivedBeforeBrokerSeconds))
@@ -200,7 +213,8 @@ enum RunCommand: Subcommand {
                 maxMessageBytes: configuration.maxMessageBytes, admitUnknownApps: configuration.admitUnknownApps,
                 defaultEnvironments: EnvironmentPolicy(rawValue: configuration.defaultEnvironments) ?? .production,
                 threads: configuration.workers, tokenSigner: configuration.tokenSigner,
-                outboundBudget: configuration.outboundBudget, replyTopics: configuration.replyTopics),
+                outboundBudget: configuration.outboundBudget, replyTopics: configuration.replyTopics,
+                androidStatus: statusList?.gate),
             metrics: metrics, logger: logger)]
         for lane in 1..<configuration.batchLanes {
             let laneConnection = reconnecting("lane-\(lane)", AttestStore.sessionSettings)
@@ -246,14 +260,6 @@ enum RunCommand: Subcommand {
                 registry: metrics.registry, readiness: metrics.readiness, logger: logger)
         }
         if receipts == nil { logger.info("receipt refresh off: no DeviceCheck key configured") }
-        // Google's Android certificate status list, kept in PostgreSQL for every worker beside the pipeline,
-        // when a URL or a file names one (without either, no list and no age to alert on).
-        let statusList = configuration.androidStatusList.url == nil && configuration.androidStatusList.file == nil
-            ? nil
-            : AndroidStatusListRefresher(
-                conninfo: configuration.databaseURL, settings: configuration.androidStatusList, clock: SystemClock(),
-                metrics: metrics.registry, logger: logger)
-        if statusList == nil { logger.info("android status list off: neither ATTEST_ANDROID_STATUS_LIST_URL nor _FILE is set") }
 
         // HTTP first, so that /healthz answers and /readyz says what is missing while the rest starts; the
         // intake last. The group stops them in reverse: polling, lanes, consumer, producer, then the rest.

@@ -18,7 +18,7 @@ import Testing
         .challengeExpired: false, .challengeAlreadyUsed: false, .receivedAtOutOfRange: false, .tooLarge: false,
         .missingField: false, .invalidField: false, .unknownApp: false, .quotaExceeded: false, .jobIdReused: false,
         .unstorable: false, .challengeNotYetIssued: false, .receivedAtBrokerMismatch: false,
-        .messageTooLarge: false, .malformedJSON: false, .keyRevoked: false, .platformNotEnabled: false,
+        .messageTooLarge: false, .malformedJSON: false, .keyRevoked: false, .statusListStale: false,
         .malformedCertificate: false, .untrustedRoot: false, .certificateRevoked: false, .keyDescriptionInvalid: false,
         .securityLevelInsufficient: true, .keyNotHardwareGenerated: true, .packageNameMismatch: true,
         .signingCertificateMismatch: true, .bootStateUnverified: true, .deviceUnlocked: true, .osOutdated: false,

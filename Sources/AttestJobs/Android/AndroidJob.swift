@@ -21,6 +21,8 @@ public struct AndroidJob: Sendable {
     public var signingCertificateDigests: Set<[UInt8]>?
     /// Offline `verify` only: the attested key (SubjectPublicKeyInfo DER) a store would hold for an assertion.
     public var storedPublicKey: [UInt8]?
+    /// `limitedUse: true`: the backend asks for a token it will consume once, as on Apple jobs.
+    public var limitedUse = false
 
     /// A package name: 1 to 255 bytes of dot-separated segments, each a letter followed by letters, digits
     /// and underscores (the Android application ID rule, with one segment admitted for system packages).
@@ -37,6 +39,14 @@ public struct AndroidJob: Sendable {
     public var keyId: String? {
         if case .assertion(let request) = payload { return request.keyId }
         return nil
+    }
+
+    /// The challenge the job presents (always present: the parser requires it).
+    public var challenge: String? {
+        switch payload {
+        case .attestation(let request): request.challenge
+        case .assertion(let request): request.challenge
+        }
     }
 
     public static func packageNameProblem(_ name: String) -> String? {
@@ -93,6 +103,7 @@ public struct AndroidJob: Sendable {
             if let value = fields.optionalString(name, maxBytes: Job.maxMetadataBytes) { metadata[name] = value }
         }
         let publicKeyText = fields.optionalString("publicKey")
+        let limitedUse = fields.optionalBool("limitedUse") ?? false
         if let problem = fields.problem { return fail(problem) }
         guard let receivedAt = Timestamp(rfc3339: receivedAtText) else {
             return fail(VerificationFailure(.jobInvalid, .invalidField, "receivedAt is not an RFC 3339 time"))
@@ -123,7 +134,7 @@ public struct AndroidJob: Sendable {
         return .success(
             AndroidJob(
                 jobId: jobId, packageName: packageName, receivedAt: receivedAt, payload: payload, metadata: metadata,
-                signingCertificateDigests: digests, storedPublicKey: storedPublicKey))
+                signingCertificateDigests: digests, storedPublicKey: storedPublicKey, limitedUse: limitedUse))
     }
 
     /// A SHA-256 digest as `apksigner` or `keytool` print it: 64 hex digits, either case, colons allowed.

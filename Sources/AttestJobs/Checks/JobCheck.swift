@@ -24,4 +24,7 @@ struct JobCheckContext {
 public enum VerifiedObject: Sendable {
     case attestation(VerifiedAttestation)
     case assertion(VerifiedAssertion)
+    case androidAttestation(VerifiedAndroidAttestation)
+    /// An Android request signed by the key of `keyId` (base64): no counter, its challenge is its freshness.
+    case androidAssertion(keyId: String)
 }

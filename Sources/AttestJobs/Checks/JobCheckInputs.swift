@@ -13,6 +13,11 @@ public struct JobCheckInputs {
     public var app: AppRules?
     /// For an assertion: the key attested for its keyId in this app; nil: none (unknown_key).
     public var key: AttestedKey?
+    /// For an Android assertion: the Android key attested for its keyId in this app; nil: none (unknown_key).
+    public var androidKey: AttestedAndroidKey?
+    /// For an Android attestation: the status list its chain is checked against, or why the worker has
+    /// none it may use (older than its bound, refused by its stale-list setting); nil: the verifier's own.
+    public var androidStatusList: Result<AndroidStatusList?, VerificationFailure>?
     /// When the job's keyId was revoked in this app (either kind of job); nil: not revoked (key_revoked).
     public var keyRevokedAt: Timestamp?
     /// The quota step (accepted attestations): the app's limit and the devices counted when this job's device
@@ -20,9 +25,12 @@ public struct JobCheckInputs {
     public var quota: ((Job) -> (limit: Int, current: Int)?)?
 
     public init(
-        now: Timestamp, brokerTimestampMs: Int64? = nil, app: AppRules?, key: AttestedKey? = nil, keyRevokedAt: Timestamp? = nil,
-        quota: ((Job) -> (limit: Int, current: Int)?)? = nil
+        now: Timestamp, brokerTimestampMs: Int64? = nil, app: AppRules?, key: AttestedKey? = nil,
+        androidKey: AttestedAndroidKey? = nil, androidStatusList: Result<AndroidStatusList?, VerificationFailure>? = nil,
+        keyRevokedAt: Timestamp? = nil, quota: ((Job) -> (limit: Int, current: Int)?)? = nil
     ) {
+        self.androidKey = androidKey
+        self.androidStatusList = androidStatusList
         self.now = now
         self.keyRevokedAt = keyRevokedAt
         self.brokerTimestampMs = brokerTimestampMs
@@ -45,10 +53,14 @@ public struct AppRules: Sendable {
 
     public var environments: EnvironmentPolicy
     public var challenges: Challenges
+    /// What the app requires of Android attestations (its package, signers and device rules); nil: the app
+    /// has no Android package, and its Android jobs are of an unknown app.
+    public var android: AndroidPolicy?
 
-    public init(environments: EnvironmentPolicy, challenges: Challenges = .backend) {
+    public init(environments: EnvironmentPolicy, challenges: Challenges = .backend, android: AndroidPolicy? = nil) {
         self.environments = environments
         self.challenges = challenges
+        self.android = android
     }
 }
 

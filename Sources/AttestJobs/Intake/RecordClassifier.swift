@@ -58,18 +58,14 @@ public struct RecordClassifier: Sendable {
                 DeadLetter(reason: notAJob.reason, message: notAJob.message, answering: fields, with: notAJob.failure))
         case .success(.invalidJob(let jobId, let app, let failure)): return .invalidJob(jobId: jobId, app: app, failure)
         case .success(.job(let job)): return .job(job)
-        case .success(.androidJob(let job)):
-            return .invalidJob(
-                jobId: job.jobId, app: .none,
-                VerificationFailure(.jobInvalid, .platformNotEnabled, "this worker does not decide Android jobs yet; attest-worker verify does"))
         }
     }
 
     /// What a value is that is read as a job; its failure when it is none.
     public enum Readable: Sendable {
         case invalidJob(jobId: String, app: AppIdentity, VerificationFailure)
+        /// A job of either platform (an Android one of its package's own app: ``Job/init(android:)``).
         case job(Job)
-        case androidJob(AndroidJob)
     }
 
     /// The checks on a value of `bytes` bytes, of which `value` is what was kept (`cut`: a prefix).
@@ -100,7 +96,7 @@ public struct RecordClassifier: Sendable {
         }
         if case .string(let kind)? = json["kind"], kind == Job.Kind.androidAttestation.rawValue || kind == Job.Kind.androidAssertion.rawValue {
             switch AndroidJob.parse(json) {
-            case .success(let job): return .success(.androidJob(job))
+            case .success(let job): return .success(.job(Job(android: job)))
             case .failure(let invalid): return .success(.invalidJob(jobId: jobId, app: .none, invalid.failure))
             }
         }
@@ -109,7 +105,7 @@ public struct RecordClassifier: Sendable {
         case .failure(let invalid):
             var app = AppIdentity.none
             if case .string(let team)? = json["teamId"], case .string(let bundle)? = json["bundleId"],
-                let named = AppIdentity(validating: team, bundle)
+                let named = AppIdentity(validating: team, bundle), !named.isAndroidOnly
             {
                 app = named
             }

@@ -8,6 +8,8 @@ struct AndroidAttestationContext {
     let policy: AndroidPolicy
     let time: Timestamp
     let chains: AndroidChainVerifier
+    /// The status list the chain is checked against (nil: none loaded).
+    let statusList: AndroidStatusList?
 
     var leaf: Certificate { chain[0] }
     /// Set by the KeyDescription check.

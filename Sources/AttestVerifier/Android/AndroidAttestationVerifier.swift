@@ -4,8 +4,8 @@ import AttestCrypto
 /// Decides one Android key attestation: accepted with the attested key and its KeyDescription, or rejected
 /// with the first failing step's code and reason, in the order of docs/CHECK_ORDER.md (Android).
 ///
-/// Offline: nothing is fetched per job. The status list is the one in ``AndroidTrust`` (the worker keeps
-/// it fresh off the job path).
+/// Offline: nothing is fetched per job. The status list is the caller's (the worker keeps the one it stores
+/// fresh off the job path), else the one in ``AndroidTrust``.
 public struct AndroidAttestationVerifier: Sendable {
     public let chains: AndroidChainVerifier
     public let limits: VerifierLimits
@@ -31,12 +31,14 @@ public struct AndroidAttestationVerifier: Sendable {
         self.limits = limits
     }
 
-    /// - Parameter time: the instant certificates are checked against (the job's receivedAt).
+    /// - Parameters:
+    ///   - statusList: the list to check the chain against; nil: the trust's.
+    ///   - time: the instant certificates are checked against (the job's receivedAt).
     public func verify(
-        _ request: AndroidAttestationRequest, policy: AndroidPolicy, at time: Timestamp
+        _ request: AndroidAttestationRequest, policy: AndroidPolicy, statusList: AndroidStatusList? = nil, at time: Timestamp
     ) -> Result<VerifiedAndroidAttestation, VerificationFailure> {
         var context: AndroidAttestationContext
-        switch decode(request, policy: policy, at: time) {
+        switch decode(request, policy: policy, statusList: statusList ?? chains.trust.statusList, at: time) {
         case .failure(let failure): return .failure(failure)
         case .success(let decoded): context = decoded
         }
@@ -53,7 +55,7 @@ public struct AndroidAttestationVerifier: Sendable {
     /// Step 1: the challenge and every certificate are base64 within their bounds, and every certificate
     /// parses as strict DER X.509 v3.
     private func decode(
-        _ request: AndroidAttestationRequest, policy: AndroidPolicy, at time: Timestamp
+        _ request: AndroidAttestationRequest, policy: AndroidPolicy, statusList: AndroidStatusList?, at time: Timestamp
     ) -> Result<AndroidAttestationContext, VerificationFailure> {
         if let failure = limits.challengeFailure(request.challenge) { return .failure(failure) }
         guard let challenge = Base64.decode(request.challenge) else {
@@ -88,6 +90,6 @@ public struct AndroidAttestationVerifier: Sendable {
             }
         }
         return .success(
-            AndroidAttestationContext(chain: chain, challenge: challenge, policy: policy, time: time, chains: chains))
+            AndroidAttestationContext(chain: chain, challenge: challenge, policy: policy, time: time, chains: chains, statusList: statusList))
     }
 }

@@ -55,7 +55,7 @@ public enum FailureEvidence {
         case .counterNotIncreasing: true  // the stored key signed it, with a counter not above the stored one
         // After the object: the operator's revocation.
         case .keyRevoked: false  // the operator's decision, not the device's doing; its old objects replay freely
-        case .platformNotEnabled: false  // a job this worker does not decide
+        case .statusListStale: false  // the worker's list, not the device
         // Android attestations: until the chain verifies to a pinned root and is not listed, nothing is
         // Google's; a well-formed KeyDescription and the challenge come next (a genuine chain sent again with
         // another challenge is anyone's replay).

@@ -28,6 +28,8 @@ public final class AndroidStatusListRefresher: Service {
         public var refreshSeconds: Int64 = 3600
         /// The age past which the list counts as stale (ATTEST_ANDROID_STATUS_LIST_MAX_AGE), exported for the alert.
         public var maxAgeSeconds: Int64 = 172_800
+        /// What Android attestations get past ``maxAgeSeconds`` (``AndroidStatusGate``).
+        public var whenStale: AndroidStatusGate.WhenStale = .refuse
         public var retrySeconds: Int64 = 300
         public var interval: Duration = .seconds(60)
         public var http = HTTPClient.Configuration(
@@ -38,11 +40,15 @@ public final class AndroidStatusListRefresher: Service {
 
     /// The list this worker holds, for the Android checks.
     public var lists: AndroidStatusLists { rounds.lists }
+
+    /// What the pipeline checks Android attestations against: this refresher's list, under its settings.
+    public let gate: AndroidStatusGate
     private let rounds: Rounds
     private let task: PeriodicTask
 
     public init(conninfo: String, settings: Settings, clock: any Clock, metrics: MetricsRegistry, logger: Logger) {
         let rounds = Rounds(conninfo: conninfo, settings: settings, clock: clock, metrics: metrics, logger: logger)
+        gate = AndroidStatusGate(lists: rounds.lists, maxAgeSeconds: settings.maxAgeSeconds, whenStale: settings.whenStale)
         self.rounds = rounds
         task = PeriodicTask(name: "status-list", every: settings.interval) { rounds.round() }
     }

@@ -21,6 +21,8 @@ public struct WorkerConfiguration: Sendable {
     public var opsHTTPAddress: String
     /// PEM files replacing Apple's pinned roots: for tests and load generators only.
     public var trustAnchorsPath: String?
+    /// ATTEST_ANDROID_TRUST_ANCHORS: test roots replacing Google's keys.
+    public var androidTrustAnchorsPath: String?
     public var receiptTrustAnchorsPath: String?
     public var jobsTopics: [String]
     public var verdictsTopic: String
@@ -113,6 +115,8 @@ public struct WorkerConfiguration: Sendable {
               "Replaces Apple's pinned App Attestation root: tests and load generators only, logged as a warning at start."),
         .init("ATTEST_RECEIPT_TRUST_ANCHORS", "", .text("a readable PEM file"),
               "Replaces Apple Root CA - G3 for receipts: tests only, logged as a warning at start."),
+        .init("ATTEST_ANDROID_TRUST_ANCHORS", "", .text("a readable PEM file"),
+              "Replaces Google's pinned Android attestation root keys with the keys of these certificates: tests and load generators only, logged as a warning at start."),
         .init("ATTEST_JOBS_TOPIC", "appattest.jobs", .text("a topic name"),
               "The jobs topic the worker consumes: attestations and assertions, keyed by keyId. The worker creates no topic."),
         .init("ATTEST_ASSERTION_JOBS_TOPIC", "", .text("a topic name, or empty"),
@@ -207,6 +211,8 @@ public struct WorkerConfiguration: Sendable {
               "How long after a fetch the next is due (a failed fetch is retried after 5 minutes)."),
         .init("ATTEST_ANDROID_STATUS_LIST_MAX_AGE", "2d", .duration(300, 366 * 86_400),
               "The age past which the status list is stale: exported beside its age for the alert AttestAndroidStatusListStale."),
+        .init("ATTEST_ANDROID_STATUS_LIST_STALE", "refuse", .oneOf(AndroidStatusGate.WhenStale.allCases.map(\.rawValue)),
+              "What Android attestations get while the status list is stale (or none was loaded yet) when a list is kept: `refuse`, `android_validation_failed`/`status_list_stale` (a revoked chain cannot be told apart); `warn`, checked against the last list while the alert warns."),
     ] + ReceiptRefreshSettings.settings
 
     /// The settings by name.
@@ -261,6 +267,7 @@ public struct WorkerConfiguration: Sendable {
             httpAddress: reader.address("ATTEST_HTTP_ADDRESS"),
             opsHTTPAddress: reader.address("ATTEST_OPS_HTTP_ADDRESS"),
             trustAnchorsPath: reader.optionalFile("ATTEST_TRUST_ANCHORS"),
+            androidTrustAnchorsPath: reader.optionalFile("ATTEST_ANDROID_TRUST_ANCHORS"),
             receiptTrustAnchorsPath: reader.optionalFile("ATTEST_RECEIPT_TRUST_ANCHORS"),
             jobsTopics: [reader.required("ATTEST_JOBS_TOPIC")] + [resolved["ATTEST_ASSERTION_JOBS_TOPIC"]!].filter { !$0.isEmpty },
             verdictsTopic: reader.required("ATTEST_VERDICTS_TOPIC"),
@@ -457,6 +464,8 @@ public struct WorkerConfiguration: Sendable {
             }
             settings.refreshSeconds = duration("ATTEST_ANDROID_STATUS_LIST_REFRESH")
             settings.maxAgeSeconds = duration("ATTEST_ANDROID_STATUS_LIST_MAX_AGE")
+            settings.whenStale = AndroidStatusGate.WhenStale(
+                rawValue: oneOf("ATTEST_ANDROID_STATUS_LIST_STALE", AndroidStatusGate.WhenStale.allCases.map(\.rawValue))) ?? .refuse
             return settings
         }
 

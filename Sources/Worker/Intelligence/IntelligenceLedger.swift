@@ -69,7 +69,8 @@ final class IntelligenceLedger: Sendable {
             }
             s.histories[device] = history
             let deviceId = job.givenDeviceId ?? history.deviceId!
-            let signals = history.signals(at: job.receivedAt, extensions: verdict.extensions)
+            var signals = history.signals(at: job.receivedAt, extensions: verdict.extensions)
+            if let android = verdict.android { signals.add(android, receivedAt: job.receivedAt) }
             let assessment = RiskModel.assess(signals, policy: app?.risk ?? RiskPolicy())
             let held = HeldScore(assessment)
             let writesRisk = event.changesHistory || s.scores[device] != held

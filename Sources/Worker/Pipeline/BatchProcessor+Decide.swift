@@ -40,7 +40,7 @@ extension BatchProcessor {
     /// A key's device as the batch has left it so far.
     private struct DeviceState {
         var record: DeviceRecord
-        var key: ECPublicKey
+        var key: DeviceCache.DeviceKey
     }
 
     /// - Parameters:
@@ -65,11 +65,15 @@ extension BatchProcessor {
         // its assertions are checked against and its identity and risk history go by.
         let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
         let app = policy(for: job)
+        // A key is only ever its own platform's: an App Attest keyId names no Android key, and back.
         let inputs = JobCheckInputs(
             now: now, brokerTimestampMs: entry.message.timestampMs, app: app.map { Self.rules($0, challenge: challenge) },
-            key: known.map {
-                AttestedKey(device: StoredDevice(publicKey: $0.key, counter: $0.record.counter), environment: $0.record.environment)
-            }, keyRevokedAt: known?.record.revokedAt,
+            key: known.flatMap { known in
+                known.key.appAttest.map {
+                    AttestedKey(device: StoredDevice(publicKey: $0, counter: known.record.counter), environment: known.record.environment)
+                }
+            }, androidKey: known?.key.android, androidStatusList: settings.androidStatus?.input(at: now),
+            keyRevokedAt: known?.record.revokedAt,
             quota: app.map { app in { job in ledger.admit(job, keyBytes: keyBytes, stored: known?.record, app: app) } })
         let checked = timed(job.kind) { verifier.check(job, inputs) }
         var verdict = checked.verdict
@@ -83,13 +87,30 @@ extension BatchProcessor {
                 counter: previous.flatMap { $0.publicKey == verified.publicKey ? $0.counter : nil } ?? 0,
                 environment: verified.environment.rawValue, deviceId: intelligence.deviceId,
                 fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
-            state = DeviceState(record: record, key: verified.key)
+            state = DeviceState(record: record, key: DeviceCache.DeviceKey(appAttest: verified.key))
             sign(&verdict, app: app, job: job, intelligence)
             let device = Decision.AttestedDevice(
                 keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
                 environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
                 metadata: job.metadata)
             return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
+        case (.androidAttestation(let verified)?, let app?):
+            let keyId = Digest.sha256.hash(verified.subjectPublicKeyInfo)
+            let previous = state?.record
+            let record = DeviceRecord(
+                keyId: keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.subjectPublicKeyInfo, counter: 0,
+                environment: DeviceRecord.androidEnvironment, deviceId: intelligence.deviceId,
+                fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
+            state = DeviceCache.DeviceKey(record).map { DeviceState(record: record, key: $0) }
+            sign(&verdict, app: app, job: job, intelligence)
+            let device = Decision.AttestedDevice(
+                keyId: keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.subjectPublicKeyInfo,
+                environment: DeviceRecord.androidEnvironment, receipt: nil, deviceId: intelligence.deviceId, metadata: job.metadata)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
+        case (.androidAssertion?, let app?):
+            // No counter to move: the challenge it consumed (or the backend's) is its freshness.
+            sign(&verdict, app: app, job: job, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
         case (.assertion(let verified)?, let app?):
             state?.record.counter = verified.counter
             sign(&verdict, app: app, job: job, intelligence)
@@ -104,8 +125,8 @@ extension BatchProcessor {
     /// What the app's registration says to the checks, with the store's answer to the job's challenge claim.
     static func rules(_ app: AppPolicy, challenge: ChallengeOutcome?) -> AppRules {
         switch app.challenges {
-        case .backend: AppRules(environments: app.environments, challenges: .backend)
-        case .worker: AppRules(environments: app.environments, challenges: .worker(refusal: refusal(challenge)))
+        case .backend: AppRules(environments: app.environments, challenges: .backend, android: app.android)
+        case .worker: AppRules(environments: app.environments, challenges: .worker(refusal: refusal(challenge)), android: app.android)
         }
     }
 

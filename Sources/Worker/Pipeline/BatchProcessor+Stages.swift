@@ -31,11 +31,19 @@ extension BatchProcessor {
         let position: Int
         let message: KafkaMessage
         let jobId: String
-        /// The app the jobId belongs to: the job's pair when its teamId and bundleId are valid, else none.
-        let scope: AppIdentity
+        /// The app the jobId belongs to: the job's pair when its teamId and bundleId are valid (an Android
+        /// job's: its package's app), else none.
+        var scope: AppIdentity
         /// SHA-256 of the message: what tells a redelivery from a reused jobId.
         let digest: [UInt8]
-        let content: Content
+        var content: Content
+
+        /// An Android job becomes a job of the app its package is registered with (`apps`); others stay.
+        mutating func resolveApp(in apps: RegisteredApps) {
+            guard case .job(let job, let keyBytes) = content, job.android != nil else { return }
+            let resolved = job.resolvingAndroidApp(apps.app(of: job))
+            (scope, content) = (resolved.app, .job(resolved, keyBytes: keyBytes))
+        }
 
         var scopedJobId: ScopedJobId { ScopedJobId(app: scope, jobId: jobId) }
 

@@ -36,13 +36,17 @@ public final class BatchProcessor: Sendable {
         public var replyTopics: ReplyTopics = .none
         /// How many distinct topics replies go to, shared by the lanes (``sharing(store:)`` keeps it).
         public var replyTopicsInUse: ReplyTopicsInUse
+        /// The status list Android attestations are checked against and what a stale one means; nil: no
+        /// list is kept (ATTEST_ANDROID_STATUS_LIST_URL and _FILE unset), and none is checked.
+        public var androidStatus: AndroidStatusGate?
 
         public init(
             verdictsTopic: String, deadLetterTopic: String, maxMessageBytes: Int = RecordClassifier.defaultMaxMessageBytes,
             admitUnknownApps: Bool = false, defaultEnvironments: EnvironmentPolicy = .production, threads: Int = 2,
             tokenSigner: TokenSigner? = nil, outboundBudget: OutboundBudget = .standard, replyTopics: ReplyTopics = .none,
-            replyTopicsInUse: ReplyTopicsInUse = ReplyTopicsInUse()
+            replyTopicsInUse: ReplyTopicsInUse = ReplyTopicsInUse(), androidStatus: AndroidStatusGate? = nil
         ) {
+            self.androidStatus = androidStatus
             self.outboundBudget = outboundBudget
             self.replyTopics = replyTopics
             self.replyTopicsInUse = replyTopicsInUse
@@ -62,7 +66,7 @@ public final class BatchProcessor: Sendable {
     let settings: Settings
     let metrics: WorkerMetrics?
     let logger: Logger?
-    private let apps = Mutex<(policies: [AppIdentity: AppPolicy], loadedAt: Timestamp?)>(([:], nil))
+    private let apps = Mutex<RegisteredApps>(RegisteredApps())
     /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
     static let appRefreshSeconds: Int64 = 5
     /// Rounds of re-deciding after lost counter races before the batch gives up (each round reads the
@@ -97,6 +101,8 @@ public final class BatchProcessor: Sendable {
     /// The same, adding the time spent reading and storing to `timings` (the lane's stage metrics).
     public func process(_ messages: [KafkaMessage], timings: inout BatchTimings) throws(PGError) -> [Outbound] {
         let now = verifier.clock.now()
+        // Apps first: an Android job's app is the registration its package belongs to.
+        try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: false) }
         // What each message publishes, by position; every one gets its answer before the batch returns.
         var published = [Outbound?](repeating: nil, count: messages.count)
         var jobs = [JobEntry]()
@@ -105,6 +111,12 @@ public final class BatchProcessor: Sendable {
             case .deadLetter(let letter): published[position] = letter
             case .job(let entry): jobs.append(entry)
             }
+        }
+        // An app registered moments ago is read again at once (at most once a second), and the Android jobs
+        // found their apps again, before anything is read under their apps.
+        if jobs.contains(where: { $0.job.map { policy(for: $0) == nil } ?? false }) {
+            try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: true) }
+            for i in jobs.indices { jobs[i].resolveApp(in: apps.withLock { $0 }) }
         }
 
         // Every key of the batch is read again, cached or not, in the same round trip: so a revocation (or
@@ -119,7 +131,6 @@ public final class BatchProcessor: Sendable {
         for key in batchKeys {
             if let record = fetched[key] { devices.put(record) } else { devices.remove(key) }
         }
-        try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: false) }
 
         // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already used
         // gets its own rejection. A jobId repeated within the batch is decided once, and its other messages are
@@ -132,9 +143,6 @@ public final class BatchProcessor: Sendable {
             } else if deciding.insert(entry.scopedJobId).inserted {
                 toDecide.append(entry)
             }
-        }
-        if toDecide.contains(where: { $0.job.map { policy(for: $0) == nil } ?? false }) {
-            try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: true) }
         }
         let (challenges, ledger) = try timings.timed(\.reading) { () throws(PGError) in
             (try consumeChallenges(toDecide, now: now), try intelligenceLedger(toDecide, read: snapshot, for: guessed))
@@ -209,11 +217,11 @@ public final class BatchProcessor: Sendable {
                     position: position, message: message, jobId: jobId, scope: app, digest: Digest.sha256.hash(message.value),
                     content: .invalid(failure)))
         case .job(let job):
-            let keyBytes = Base64.decode(job.keyId).flatMap { $0.count == 32 ? $0 : nil }
-            return .job(
-                JobEntry(
-                    position: position, message: message, jobId: job.jobId, scope: job.app,
-                    digest: Digest.sha256.hash(message.value), content: .job(job, keyBytes: keyBytes)))
+            var entry = JobEntry(
+                position: position, message: message, jobId: job.jobId, scope: job.app,
+                digest: Digest.sha256.hash(message.value), content: .job(job, keyBytes: Self.keyBytes(of: job)))
+            entry.resolveApp(in: apps.withLock { $0 })
+            return .job(entry)
         }
     }
 
@@ -324,15 +332,32 @@ public final class BatchProcessor: Sendable {
         let loadedAt = apps.withLock { $0.loadedAt }
         if let loadedAt, now < loadedAt.adding(seconds: force ? 1 : Self.appRefreshSeconds) { return }
         let policies = try store.apps()
-        apps.withLock { $0 = (policies, now) }
+        apps.withLock { $0 = RegisteredApps(policies, loadedAt: now) }
     }
 
-    /// The policy registered for exactly the job's (teamId, bundleId), the default one for other valid pairs
-    /// when unknown apps are admitted, or nil.
+    /// The policy registered for exactly the job's (teamId, bundleId) (an Android job's: its package's app),
+    /// the default one for other valid pairs when unknown apps are admitted (an Android package's with its
+    /// signers unchecked), or nil.
     func policy(for job: Job) -> AppPolicy? {
         if let app = apps.withLock({ $0.policies[job.app] }) { return app }
         guard settings.admitUnknownApps else { return nil }
-        return AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
+        var app = AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
+        if let android = job.android { app.android = AndroidPolicy(packageName: android.packageName, signingCertificateDigests: nil) }
+        return app
+    }
+
+    /// The key a job's jobs are grouped by and its device read under: its keyId's bytes, or for an Android
+    /// attestation the hash of its leaf's key (the keyId it will have), so a key's attestation and requests
+    /// in one batch are decided in order. nil when there is none (the job fails its object check).
+    static func keyBytes(of job: Job) -> [UInt8]? {
+        if let android = job.android, case .attestation(let request) = android.payload {
+            guard let first = request.certificateChain.first,
+                first.utf8.count <= (AndroidAttestationVerifier.maxCertificateBytes + 2) / 3 * 4 + 2,
+                let der = Base64.decode(first), let leaf = try? Certificate(der: der)
+            else { return nil }
+            return Digest.sha256.hash(leaf.subjectPublicKeyInfo)
+        }
+        return Base64.decode(job.keyId).flatMap { $0.count == 32 ? $0 : nil }
     }
 
     func rejection(_ job: Job, _ failure: VerificationFailure, _ now: Timestamp) -> Verdict {
@@ -347,7 +372,7 @@ public final class BatchProcessor: Sendable {
     ) -> Decision {
         // The verdict's scope: the job's app, or for a job that could not be read the pair it names, if valid.
         Decision(
-            jobId: jobId, app: job?.app ?? scope, kind: job?.kind.rawValue, keyId: job?.keyId,
+            jobId: jobId, app: job?.app ?? scope, kind: job?.kind.rawValue, keyId: job == nil ? nil : verdict.keyId,
             ok: verdict.ok, code: verdict.failure?.code.rawValue, reason: verdict.failure?.reason.rawValue,
             verdictJSON: verdict.json.serialized(), receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt,
             source: source, change: change, intelligence: intelligence,

@@ -20,8 +20,7 @@ extension BatchProcessor {
             guard let job = entry.job, let app = policy(for: job), app.challenges == .worker,
                 let bytes = job.challenge.flatMap(Base64.decode),
                 verifier.reachesChallenge(
-                    job,
-                    JobCheckInputs(now: now, brokerTimestampMs: entry.message.timestampMs, app: AppRules(environments: app.environments)))
+                    job, JobCheckInputs(now: now, brokerTimestampMs: entry.message.timestampMs, app: Self.rules(app, challenge: nil)))
             else { continue }
             pending.append(
                 (entry.position, ChallengeClaim(

@@ -1,4 +1,5 @@
 import AttestCrypto
+import AttestVerifier
 import Synchronization
 
 /// Attested keys parsed once and kept in memory, with the last counter and revocation read or stored. Every
@@ -9,7 +10,31 @@ import Synchronization
 public final class DeviceCache: Sendable {
     public struct Entry: Sendable {
         public var record: DeviceRecord
-        public var key: ECPublicKey
+        public var key: DeviceKey
+    }
+
+    /// A stored key parsed for its platform's requests: an App Attest P-256 point, or an Android key's
+    /// SubjectPublicKeyInfo. A struct of optionals, not an enum of class payloads (``SignatureKey`` says why).
+    public struct DeviceKey: Sendable {
+        /// An App Attest key; nil for an Android one.
+        public let appAttest: ECPublicKey?
+        /// An Android key (its ``AttestedAndroidKey/key`` nil when of an algorithm this build cannot use).
+        public let android: AttestedAndroidKey?
+
+        /// The key `record` holds, parsed as its environment says; nil when it does not parse.
+        public init?(_ record: DeviceRecord) {
+            if record.isAndroid {
+                (appAttest, android) = (nil, AttestedAndroidKey(subjectPublicKeyInfo: record.publicKey))
+            } else {
+                guard let key = ECPublicKey(p256Point: record.publicKey) else { return nil }
+                (appAttest, android) = (key, nil)
+            }
+        }
+
+        /// An App Attest key just verified.
+        public init(appAttest key: ECPublicKey) {
+            (appAttest, android) = (key, nil)
+        }
     }
 
     private let entries = Mutex<[[UInt8]: Entry]>([:])
@@ -22,7 +47,7 @@ public final class DeviceCache: Sendable {
 
     public func get(_ keyId: [UInt8]) -> Entry? { entries.withLock { $0[keyId] } }
 
-    /// Stores a device read from or written to the database; nil when its key is not a valid P-256 point.
+    /// Stores a device read from or written to the database; nil when its key does not parse.
     /// A revocation the entry holds is kept when `record` has none: nothing un-revokes a key, and a record
     /// built from an older read (a lane storing its attestation, or advancing a counter) must not wipe a
     /// revocation another lane's prefetch read since.
@@ -35,7 +60,7 @@ public final class DeviceCache: Sendable {
             return existing
         }
         if let updated { return updated }
-        guard let key = ECPublicKey(p256Point: record.publicKey) else { return nil }
+        guard let key = DeviceKey(record) else { return nil }
         return entries.withLock { entries in
             let record = Self.keepingRevocation(record, of: entries[record.keyId]?.record)
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }

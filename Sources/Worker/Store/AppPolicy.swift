@@ -3,8 +3,9 @@ import AttestTokens
 import AttestVerifier
 import DeviceIntelligence
 
-/// An app's registration (CONTRACT 5): which environments it accepts and how it uses challenges; quota, token
-/// and risk settings are carried for the features that read them.
+/// An app's registration (CONTRACT 5): which environments it accepts and how it uses challenges, its Android
+/// package when it has one (CONTRACT 9); quota, token and risk settings are carried for the features that
+/// read them. One registration is one app for counts, quotas, tokens and events, whatever the platform.
 public struct AppPolicy: Sendable, Equatable {
     public enum ChallengeMode: String, Sendable {
         /// The worker issues challenges and a job must present one.
@@ -32,6 +33,9 @@ public struct AppPolicy: Sendable, Equatable {
     /// The lifetime of limited-use tokens, at most `tokenLifetimeSeconds`; nil: the same. A token spent within
     /// seconds of its issue need not stay valid an hour, and a shorter one is kept less long once consumed.
     public var limitedUseLifetimeSeconds: Int?
+    /// The app's Android package, with the digests of its signing certificates and what it requires of
+    /// devices; nil: the app has no Android package. Its Android jobs find the app by this package.
+    public var android: AndroidPolicy?
 
     /// How long a token of this app lives: a limited-use one at most its own lifetime.
     public func tokenLifetime(limitedUse: Bool) -> Int {
@@ -46,8 +50,9 @@ public struct AppPolicy: Sendable, Equatable {
         teamId: String, bundleId: String, environments: EnvironmentPolicy = .production,
         challenges: ChallengeMode = .backend, madLimit: Int? = nil, graceDays: Int = 7, tokenLifetimeSeconds: Int = 3600,
         risk: RiskPolicy = RiskPolicy(), claims: CustomClaims = CustomClaims(), limitedUseAssertions: Bool = false,
-        limitedUseLifetimeSeconds: Int? = nil
+        limitedUseLifetimeSeconds: Int? = nil, android: AndroidPolicy? = nil
     ) {
+        self.android = android
         app = AppIdentity(teamId: teamId, bundleId: bundleId)
         self.environments = environments
         self.challenges = challenges

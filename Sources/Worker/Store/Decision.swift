@@ -21,7 +21,8 @@ public struct Decision: Sendable {
         public var bundleId: String
         public var publicKey: [UInt8]
         public var environment: String
-        public var receipt: [UInt8]
+        /// App Attest's receipt; nil for an Android key.
+        public var receipt: [UInt8]?
         /// The device's id (the job's, or the one its identity was given); nil: keep the stored one or
         /// generate a UUID.
         public var deviceId: String?

@@ -3,7 +3,7 @@ import AttestCore
 /// Android step 3: no certificate of the chain is on Google's status list (revoked or suspended).
 struct AndroidRevocationCheck: AndroidAttestationCheck {
     func evaluate(_ context: inout AndroidAttestationContext) -> VerificationFailure? {
-        guard let list = context.chains.trust.statusList else { return nil }
+        guard let list = context.statusList else { return nil }
         for (i, certificate) in context.chain.enumerated() {
             if let status = list.status(ofSerial: certificate.serialNumber) {
                 return VerificationFailure(

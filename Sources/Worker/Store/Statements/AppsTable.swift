@@ -10,7 +10,9 @@ enum AppsTable {
     /// What an `AppPolicy` is decoded from: one list, so every statement reading apps reads all of it.
     static let policyColumns =
         "team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds, risk_weights, custom_claims, "
-        + "limited_use_assertions, limited_use_lifetime_seconds"
+        + "limited_use_assertions, limited_use_lifetime_seconds, android_package, "
+        + "array_to_string(ARRAY(SELECT encode(d, 'hex') FROM unnest(android_signing_digests) d), ',') AS android_signing_digests, "
+        + "android_require_strongbox, android_require_verified_boot, android_min_patch_level, android_min_os_version"
 
     /// Every registered app.
     struct All: PGStatement {
@@ -34,13 +36,20 @@ enum AppsTable {
     struct Upsert: PGCommandStatement {
         static let sql = """
             INSERT INTO apps (team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds,
-                risk_weights, custom_claims, limited_use_assertions, limited_use_lifetime_seconds)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11)
+                risk_weights, custom_claims, limited_use_assertions, limited_use_lifetime_seconds, android_package,
+                android_signing_digests, android_require_strongbox, android_require_verified_boot, android_min_patch_level,
+                android_min_os_version)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::bytea[], $14, $15, $16, $17)
             ON CONFLICT (team_id, bundle_id) DO UPDATE SET environments = EXCLUDED.environments,
                 challenges = EXCLUDED.challenges, mad_limit = EXCLUDED.mad_limit, grace_days = EXCLUDED.grace_days,
                 token_lifetime_seconds = EXCLUDED.token_lifetime_seconds, risk_weights = EXCLUDED.risk_weights,
                 custom_claims = EXCLUDED.custom_claims, limited_use_assertions = EXCLUDED.limited_use_assertions,
                 limited_use_lifetime_seconds = EXCLUDED.limited_use_lifetime_seconds,
+                android_package = EXCLUDED.android_package, android_signing_digests = EXCLUDED.android_signing_digests,
+                android_require_strongbox = EXCLUDED.android_require_strongbox,
+                android_require_verified_boot = EXCLUDED.android_require_verified_boot,
+                android_min_patch_level = EXCLUDED.android_min_patch_level,
+                android_min_os_version = EXCLUDED.android_min_os_version,
                 updated_at = now()
             """
         let parameters: [PGValue]
@@ -52,6 +61,11 @@ enum AppsTable {
                 .int(Int64(app.tokenLifetimeSeconds)), .json(app.risk.json.serialized()),
                 .json(app.claims.json.serialized()), .bool(app.limitedUseAssertions),
                 app.limitedUseLifetimeSeconds.map { .int(Int64($0)) } ?? .null,
+                app.android.map { .text($0.packageName) } ?? .null,
+                .array(.bytea((app.android?.signingCertificateDigests ?? []).sorted { $0.lexicographicallyPrecedes($1) })),
+                .bool(app.android?.requireStrongBox ?? false), .bool(app.android?.requireVerifiedBoot ?? false),
+                app.android?.minimumOSPatchLevel.map { .int(Int64($0)) } ?? .null,
+                app.android?.minimumOSVersion.map { .int(Int64($0)) } ?? .null,
             ]
         }
     }
@@ -71,7 +85,20 @@ extension AppPolicy: PGRowDecodable {
             risk: JSONValue.parse(Array(weights.utf8)).flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy(),
             claims: (try? CustomClaims(text: claims)) ?? CustomClaims(),
             limitedUseAssertions: try row.decode("limited_use_assertions"),
-            limitedUseLifetimeSeconds: try row.decode("limited_use_lifetime_seconds"))
+            limitedUseLifetimeSeconds: try row.decode("limited_use_lifetime_seconds"), android: try Self.android(row))
+    }
+
+    /// The Android registration, when the app has a package. Its digests are stored as bytes, so each reads
+    /// back as the 32 bytes written.
+    private static func android(_ row: PGRow) throws(PGError) -> AndroidPolicy? {
+        let package: String? = try row.decode("android_package")
+        guard let package else { return nil }
+        let digests: String = try row.decode("android_signing_digests")
+        return AndroidPolicy(
+            packageName: package, signingCertificateDigests: Set(digests.split(separator: ",").compactMap { Hex.decode(String($0)) }),
+            requireStrongBox: try row.decode("android_require_strongbox"),
+            requireVerifiedBoot: try row.decode("android_require_verified_boot"),
+            minimumOSPatchLevel: try row.decode("android_min_patch_level"), minimumOSVersion: try row.decode("android_min_os_version"))
     }
 }
 

@@ -128,7 +128,7 @@ enum VerdictsTable {
                 d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
                 d.source.map { .text($0.topic) } ?? .null, d.source.map { .int(Int64($0.partition)) } ?? .null,
                 d.source.map { .int($0.offset) } ?? .null, d.jobDigest.map(PGValue.bytes) ?? .null,
-                .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), .bytes(device.receipt),
+                .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), device.receipt.map(PGValue.bytes) ?? .null,
                 device.deviceId.map(PGValue.text) ?? .null, optional("deviceFingerprint"), optional("subjectId"),
                 optional("deviceModel"), optional("osVersion"), optional("appVersion"), optional("appBuildNumber"),
                 optional("platform"), .text(d.storedPartitionAt.rfc3339),
