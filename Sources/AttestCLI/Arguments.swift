@@ -44,6 +44,11 @@ public struct Arguments {
     /// value is not an App ID prefix or bundle identifier.
     public static func app(team: String?, bundle: String?, for command: String) throws -> AppIdentity {
         guard let team, let bundle else { throw UsageError(description: "\(command) needs --team and --bundle") }
+        // An app registered by its Android package alone: --team android --bundle PACKAGE.
+        if team == AppIdentity.androidTeam {
+            if let problem = AndroidJob.packageNameProblem(bundle) { throw UsageError(description: "--bundle: " + problem) }
+            return AppIdentity(androidPackage: bundle)
+        }
         if let problem = AppIdentity.teamIdProblem(team) { throw UsageError(description: "--team: " + problem) }
         if let problem = AppIdentity.bundleIdProblem(bundle) { throw UsageError(description: "--bundle: " + problem) }
         return AppIdentity(teamId: team, bundleId: bundle)

@@ -106,15 +106,16 @@ import Testing
         }
     }
 
-    /// The worker's classifier reads Android jobs (so their jobId is answered) and, until its Android
-    /// pipeline lands, answers them platform_not_enabled rather than as malformed Apple jobs.
-    @Test func theWorkerAnswersAndroidJobsItDoesNotDecideYet() throws {
+    /// The worker's classifier reads an Android job as a job of its package's own app, which the worker
+    /// replaces by the app the package is registered with.
+    @Test func theClassifierReadsAndroidJobsAsJobsOfTheirPackage() throws {
         let value = Array(Self.attestation().utf8)
-        guard case .success(.androidJob(let job)) = RecordClassifier().classify(value: value, bytes: value.count) else {
+        guard case .success(.job(let job)) = RecordClassifier().classify(value: value, bytes: value.count), let android = job.android else {
             Issue.record("an Android job is not classified as one")
             return
         }
-        #expect(job.kind == .androidAttestation && job.packageName == Self.package)
+        #expect(job.kind == .androidAttestation && android.packageName == Self.package)
+        #expect(job.app == AppIdentity(androidPackage: Self.package) && job.app.isAndroidOnly)
         // An Apple kind spelled by an Android job's fields stays an Apple job's problem.
         let apple = Array(#"{"jobId":"x","kind":"attestation","packageName":"a.b"}"#.utf8)
         guard case .success(.invalidJob(_, _, let failure)) = RecordClassifier().classify(value: apple, bytes: apple.count) else {

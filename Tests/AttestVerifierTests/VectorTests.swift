@@ -34,7 +34,7 @@ import Testing
         case .attestation:
             let app = AppRules(environments: EnvironmentPolicy(rawValue: c["environment"]!.stringValue!)!)
             return verifier.check(job, JobCheckInputs(now: at, app: app)).verdict
-        case .assertion:
+        case .assertion, .android:
             let device = job.storedPublicKey.map {
                 StoredDevice(publicKey: ECPublicKey(p256Point: Base64.decode($0)!)!, counter: job.storedCounter ?? 0)
             }

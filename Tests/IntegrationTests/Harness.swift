@@ -80,18 +80,23 @@ enum Jobs {
     }
 }
 
-/// A stream over `devices` devices: each attests, then signs `assertions` assertions in order.
+/// A stream over `devices` devices: each attests, then signs `assertions` assertions in order; and as
+/// many over `androidDevices` Android devices of the same app (its package `package`), interleaved.
 struct JobStream {
     var bundleId: String
     var devices: [Device]
+    var package: String
+    var androidDevices: [AndroidDeviceKey]
     var messages: [(key: [UInt8]?, value: [UInt8])] = []
     /// jobId → expected (ok, reason) and the device it belongs to.
     var expected: [String: (ok: Bool, reason: String?)] = [:]
     var order: [String: [String]] = [:]
 
-    init(devices count: Int, assertions: Int, badSignatureEvery: Int = 0) throws {
+    init(devices count: Int, assertions: Int, badSignatureEvery: Int = 0, androidDevices androidCount: Int = 0) throws {
         bundleId = "com.example.itest.\(UUID().uuidString.prefix(8).lowercased())"
         devices = try (0..<count).map { _ in try Device() }
+        package = AndroidJobs.package()
+        androidDevices = try (0..<androidCount).map { _ in try AndroidDeviceKey() }
         for (d, device) in devices.enumerated() {
             let key = Array(Base64.encode(device.keyId).utf8)
             let attestation = "att-\(bundleId)-\(d)"
@@ -106,7 +111,25 @@ struct JobStream {
                 order[Base64.encode(device.keyId), default: []].append(jobId)
             }
         }
+        for (d, key) in androidDevices.enumerated() {
+            var keyed: [(key: [UInt8]?, value: [UInt8])] = []
+            let attestation = "aatt-\(package)-\(d)"
+            keyed.append((Array(key.keyId.utf8), AndroidJobs.attestation(key, package: package, jobId: attestation)))
+            expected[attestation] = (true, nil)
+            order[key.keyId, default: []].append(attestation)
+            for n in 1...max(assertions, 1) where assertions > 0 {
+                let jobId = "aasr-\(package)-\(d)-\(n)"
+                keyed.append((Array(key.keyId.utf8), AndroidJobs.assertion(key, package: package, jobId: jobId)))
+                expected[jobId] = (true, nil)
+                order[key.keyId, default: []].append(jobId)
+            }
+            // Interleaved with the Apple jobs, each key's own jobs in order.
+            messages.insert(contentsOf: keyed, at: messages.count * d / androidCount)
+        }
     }
+
+    /// The `app add` options registering this stream's app with its Android package as well.
+    var androidRegistration: [String] { AndroidJobs.registration(package) }
 }
 
 /// One `attest-worker run` process under test, its stderr (JSON log lines) kept in a file.
@@ -124,6 +147,7 @@ final class WorkerProcess: @unchecked Sendable {
             "ATTEST_JOBS_TOPIC": topics.jobs, "ATTEST_VERDICTS_TOPIC": topics.verdicts,
             "ATTEST_DEADLETTER_TOPIC": topics.deadLetters, "ATTEST_CONSUMER_GROUP": group,
             "ATTEST_TRUST_ANCHORS": Jobs.anchorFiles.attestation, "ATTEST_RECEIPT_TRUST_ANCHORS": Jobs.anchorFiles.receipt,
+            "ATTEST_ANDROID_TRUST_ANCHORS": AndroidJobs.anchorFile,
             "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_LOG_LEVEL": "info",
             // Under --sanitize=address the worker keeps ASan's memory checks, but not the leak check at exit:
             // its process-lifetime objects (metrics, routes, clients) are released by exit, not torn down,
