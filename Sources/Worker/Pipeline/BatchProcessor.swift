@@ -276,10 +276,12 @@ public final class BatchProcessor: Sendable {
         return replacement
     }
 
-    /// A verdict message: keyed by keyId (or the message's key when the job's fields could not be read),
-    /// bounded, with the jobId in a header.
+    /// A verdict message: keyed by keyId (an Android attestation's: its leaf key's, the keyId it has once
+    /// verified; the message's key when the job's fields could not be read or it has none), bounded, with
+    /// the jobId in a header.
     private func verdict(_ entry: JobEntry, json: String) -> Outbound {
-        let key = entry.job.map { OutboundBudget.key(Array($0.keyId.utf8)) }
+        let keyId = entry.job.flatMap { $0.keyId.isEmpty ? entry.keyBytes.map(Base64.encode) : $0.keyId }
+        let key = keyId.map { OutboundBudget.key(Array($0.utf8)) }
             ?? OutboundBudget.key(entry.message.key, sha256: entry.message.keySha256)
         return verdict(entry.message, jobId: entry.jobId, key: key, json: json)
     }
