@@ -72,7 +72,7 @@ let package = Package(
         ),
         // A backend's client: publish a job with a reply topic of its own, await its verdict (attest-worker submit),
         // and spend a limited-use verdict token at the worker (POST /v1/tokens/consume).
-        .target(name: "AttestClient", dependencies: ["AttestCore", "AttestJobs", "KafkaClient", "Durations", "HTTPClient"]),
+        .target(name: "AttestClient", dependencies: ["AttestCore", "AttestJobs", "AttestVerifier", "KafkaClient", "Durations", "HTTPClient"]),
         // What both executables share: argument parsing, the subcommand protocol and main, the database option.
         .target(name: "AttestCLI", dependencies: ["AttestJobs", "PostgresClient", "Worker"]),
         // The production binary: the worker and its tools. It links no minting code (AttestMint).

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+import AttestVerifier
 import Durations
 import KafkaClient
 import Synchronization
@@ -77,7 +78,8 @@ public final class AttestClient {
     /// Jobs published and not answered yet.
     public var outstanding: [Submitted] { Array(pending.values) }
 
-    /// Publishes one job (its JSON, unchanged) keyed by its keyId, with `reply-to`, a fresh `correlation-id`
+    /// Publishes one job (its JSON, unchanged) keyed by its keyId (an Android attestation's: its leaf key's, the
+    /// keyId the worker will report, so a key's jobs share a partition), with `reply-to`, a fresh `correlation-id`
     /// and `traceparent` when given. The job must be a JSON object with a usable jobId (1 to 256 bytes, no
     /// NUL), since only such a job is answered; its other fields are the worker's to judge.
     @discardableResult
@@ -86,7 +88,12 @@ public final class AttestClient {
         guard case .string(let jobId)? = json["jobId"], !jobId.isEmpty, jobId.utf8.count <= RecordClassifier.maxJobIdBytes,
             !jobId.utf8.contains(0)
         else { throw .notAJob("no usable jobId (a string of 1 to \(RecordClassifier.maxJobIdBytes) bytes)") }
-        let key = json["keyId"]?.stringValue.map { Array($0.utf8) }
+        var key = json["keyId"]?.stringValue.map { Array($0.utf8) }
+        if key == nil, json["kind"] == .string(Job.Kind.androidAttestation.rawValue), case .success(let android) = AndroidJob.parse(json),
+            case .attestation(let request) = android.payload, let leaf = request.leafKeyId
+        {
+            key = Array(Base64.encode(leaf).utf8)
+        }
         let correlation = Self.freshCorrelationId()
         var headers: [(name: String, value: [UInt8])] = [
             (JobHeaders.replyTo, Array(replyTopic.utf8)), (JobHeaders.correlationId, Array(correlation.utf8)),

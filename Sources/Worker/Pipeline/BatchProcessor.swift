@@ -352,13 +352,7 @@ public final class BatchProcessor: Sendable {
     /// attestation the hash of its leaf's key (the keyId it will have), so a key's attestation and requests
     /// in one batch are decided in order. nil when there is none (the job fails its object check).
     static func keyBytes(of job: Job) -> [UInt8]? {
-        if let android = job.android, case .attestation(let request) = android.payload {
-            guard let first = request.certificateChain.first,
-                first.utf8.count <= (AndroidAttestationVerifier.maxCertificateBytes + 2) / 3 * 4 + 2,
-                let der = Base64.decode(first), let leaf = try? Certificate(der: der)
-            else { return nil }
-            return Digest.sha256.hash(leaf.subjectPublicKeyInfo)
-        }
+        if let android = job.android, case .attestation(let request) = android.payload { return request.leafKeyId }
         return Base64.decode(job.keyId).flatMap { $0.count == 32 ? $0 : nil }
     }
 
