@@ -50,6 +50,13 @@ public struct Verdict: Sendable {
 
     public var ok: Bool { failure == nil }
 
+    /// The app the verdict is of, as tokens name it: its App ID pair, else for an app registered by its
+    /// Android package alone ("android", package); nil for a job whose app could not be read.
+    public var app: AppIdentity? {
+        if let teamId, let bundleId { return AppIdentity(teamId: teamId, bundleId: bundleId) }
+        return packageName.map(AppIdentity.init(androidPackage:))
+    }
+
     public init(job: Job?, verifiedAt: Timestamp) {
         jobId = job?.jobId
         kind = job?.kind

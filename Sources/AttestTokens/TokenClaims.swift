@@ -18,13 +18,12 @@ enum TokenClaims {
         // A limited-use token's jti must never repeat (``LimitedUse/jti(teamId:bundleId:jobId:issuedAt:)``); an
         // ordinary token keeps the jobId, as relying parties already correlate by it.
         let jobId = verdict.jobId ?? ""
-        let jti = limitedUse
-            ? LimitedUse.jti(teamId: verdict.teamId ?? "", bundleId: verdict.bundleId ?? "", jobId: jobId, issuedAt: issuedAt)
-            : jobId
+        let app = verdict.app ?? AppIdentity.none
+        let jti = limitedUse ? LimitedUse.jti(teamId: app.teamId, bundleId: app.bundleId, jobId: jobId, issuedAt: issuedAt) : jobId
         var claims: [(String, JSONValue)] = [
             ("iss", .string(issuer)),
             ("sub", .string(verdict.keyId ?? "")),
-            ("aud", .string("\(verdict.teamId ?? "").\(verdict.bundleId ?? "")")),
+            ("aud", .string(app.appId)),
             ("iat", .int(issuedAt)),
             ("exp", .int(expiresAt)),
             ("jti", .string(jti)),

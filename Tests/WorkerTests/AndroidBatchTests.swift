@@ -2,6 +2,7 @@ import AttestCore
 import AttestCrypto
 import AttestJobs
 import AttestMint
+import AttestTokens
 import AttestVerifier
 import DeviceIntelligence
 import Foundation
@@ -29,13 +30,14 @@ import Worker
         store.appPolicies[Self.app] = policy
     }
 
-    func processor(androidStatus: AndroidStatusGate? = nil) -> BatchProcessor {
+    func processor(androidStatus: AndroidStatusGate? = nil, tokenSigner: TokenSigner? = nil) -> BatchProcessor {
         BatchProcessor(
             verifier: JobVerifier(
                 trust: BatchProcessorTests.trust, androidTrust: try! AndroidTrust(rootCertificatesPEM: Self.pki.rootPEM),
                 clock: FixedClock(Timestamp(seconds: 1_777_000_000))),
             store: store, devices: DeviceCache(),
-            settings: BatchProcessor.Settings(verdictsTopic: "verdicts", deadLetterTopic: "dead", androidStatus: androidStatus))
+            settings: BatchProcessor.Settings(
+                verdictsTopic: "verdicts", deadLetterTopic: "dead", tokenSigner: tokenSigner, androidStatus: androidStatus))
     }
 
     mutating func message(_ value: [UInt8]) -> KafkaMessage {
@@ -99,6 +101,25 @@ import Worker
             message(Self.assertion(key, jobId: "x-2", keyId: Base64.encode(device.keyId))),
         ])
         #expect(verdicts(out).map { $0["reason"] } == [.string("unknown_key"), .string("unknown_key")], "\(verdicts(out))")
+    }
+
+    /// An app registered by its package alone is ("android", package) everywhere: its jobIds' scope, its
+    /// counts, and its tokens' audience (what `POST /v1/tokens/consume` reads the app from).
+    @Test mutating func anAppOfAPackageAloneIsNamedByIt() throws {
+        let package = "com.example.only_android"
+        let app = AppIdentity(androidPackage: package)
+        var policy = AppPolicy(teamId: app.teamId, bundleId: app.bundleId)
+        policy.android = AndroidPolicy(packageName: package, signingCertificateDigests: [Self.signer])
+        store.appPolicies[app] = policy
+        let signer = try TokenSigner(keys: [try ECPrivateKey(pem: TokenConsumeEndpointTests.signingKey)])
+        let out = try processor(tokenSigner: signer).process([message(Self.attestation(try AndroidDeviceKey(), jobId: "p-1", package: package))])
+        let verdict = verdicts(out)[0]
+        #expect(verdict["ok"] == .bool(true) && verdict["teamId"] == .null && verdict["packageName"] == .string(package), "\(verdict)")
+        let token = try #require(verdict["token"]?.stringValue)
+        let payload = try #require(Base64.decode(String(token.split(separator: ".")[1])).flatMap { JSONValue.parse($0) })
+        #expect(payload["aud"] == .string("android.\(package)"))
+        #expect(store.verdicts.keys.first?.app == app)
+        #expect(store.counted.keys.first?.month.teamId == "android")
     }
 
     @Test mutating func anUnregisteredPackageIsAnUnknownApp() throws {

@@ -44,7 +44,9 @@ public struct AppPolicy: Sendable, Equatable {
     }
 
     /// Whether `job`'s token is limited-use: asked for by the job, or required for the app's assertions.
-    public func limitedUse(_ job: Job) -> Bool { job.limitedUse || (limitedUseAssertions && job.kind == .assertion) }
+    public func limitedUse(_ job: Job) -> Bool {
+        job.limitedUse || (limitedUseAssertions && (job.kind == .assertion || job.kind == .androidAssertion))
+    }
 
     public init(
         teamId: String, bundleId: String, environments: EnvironmentPolicy = .production,
