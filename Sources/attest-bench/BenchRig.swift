@@ -9,7 +9,7 @@ import PostgresClient
 import Worker
 
 /// What the end-to-end benchmarks (`attest-bench pipeline`, `attest-bench soak`) run on: a fresh test PKI
-/// whose roots the worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a
+/// and a fresh Android test PKI whose roots the worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a
 /// child `attest-worker run`, a job producer and a verdict reader. `close` stops the worker and deletes the
 /// run's rows.
 final class BenchRig {
@@ -97,9 +97,11 @@ final class BenchRig {
     let runId = String(UUID().uuidString.prefix(8)).lowercased()
     let bundleId: String
     let pki: TestPKI
+    /// The app's Android package (`com.example.bench.r<runId>`) and the Android test PKI.
+    let android: BenchAndroidApp
     let verifier: JobVerifier
     private let directory: URL
-    private let anchors: (attestation: String, receipt: String)
+    private let anchors: (attestation: String, receipt: String, android: String)
     let connection: PGReconnectingConnection
     private(set) var live: Live?
 
@@ -108,15 +110,17 @@ final class BenchRig {
         bundleId = "bench.\(runId)"
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-bench-\(runId)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let now = Date()
-        pki = try TestPKI.generate(validFrom: now.addingTimeInterval(-30 * 86_400), validUntil: now.addingTimeInterval(30 * 86_400))
-        anchors = (directory.appendingPathComponent("attestation-root.pem").path, directory.appendingPathComponent("receipt-root.pem").path)
+        let trust = try BenchTrust(packageName: "com.example.bench.r\(runId)")
+        pki = trust.pki
+        android = trust.android
+        anchors = (
+            directory.appendingPathComponent("attestation-root.pem").path, directory.appendingPathComponent("receipt-root.pem").path,
+            directory.appendingPathComponent("android-root.pem").path
+        )
         try pki.attestationRootPEM.write(toFile: anchors.attestation, atomically: true, encoding: .utf8)
         try pki.receiptRootPEM.write(toFile: anchors.receipt, atomically: true, encoding: .utf8)
-        verifier = JobVerifier(
-            trust: TrustConfiguration(
-                attestationAnchor: try TrustAnchor(pem: pki.attestationRootPEM), receiptAnchor: try TrustAnchor(pem: pki.receiptRootPEM)),
-            clock: SystemClock())
+        try android.pki.rootPEM.write(toFile: anchors.android, atomically: true, encoding: .utf8)
+        verifier = trust.verifier
         connection = PGReconnectingConnection(conninfo: options.databaseURL, applicationName: "attest-bench")
     }
 
@@ -125,7 +129,8 @@ final class BenchRig {
     func start(extraEnvironment: [String: String] = [:]) throws -> Live {
         let migrations = try Migrator.bundled
         try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
-        try AttestStore(connection: connection).upsert(AppPolicy(teamId: Self.teamId, bundleId: bundleId, environments: .production))
+        try AttestStore(connection: connection).upsert(
+            AppPolicy(teamId: Self.teamId, bundleId: bundleId, environments: .production, android: android.policy))
         let settings = try connection.run { c throws(PGError) in
             try c.execute(BenchRigStatements.Durability())
         }
@@ -153,6 +158,9 @@ final class BenchRig {
         self.live = live
         return live
     }
+
+    /// The app's registration as the in-process verification reads it.
+    var appRules: AppRules { BenchTrust.appRules(android) }
 
     /// Stops the worker in order, closes the clients, deletes the run's rows and files.
     func close() {
@@ -210,7 +218,7 @@ final class BenchRig {
             "ATTEST_KAFKA_PROPERTIES": options.workerKafkaPropertiesText, "ATTEST_JOBS_TOPIC": topics.jobs,
             "ATTEST_VERDICTS_TOPIC": topics.verdicts, "ATTEST_DEADLETTER_TOPIC": topics.deadLetters,
             "ATTEST_CONSUMER_GROUP": "bench-\(runId)", "ATTEST_TRUST_ANCHORS": anchors.attestation,
-            "ATTEST_RECEIPT_TRUST_ANCHORS": anchors.receipt,
+            "ATTEST_RECEIPT_TRUST_ANCHORS": anchors.receipt, "ATTEST_ANDROID_TRUST_ANCHORS": anchors.android,
             "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:\(opsPort)", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": options.workerLogLevel,
         ]) { _, new in new }
         if let batchSize = options.batchSize { environment["ATTEST_BATCH_SIZE"] = "\(batchSize)" }
@@ -228,4 +236,29 @@ final class BenchRig {
                 Data("bench: could not delete the run's rows (team \(Self.teamId), bundle \(bundleId)): \(error)\n".utf8))
         }
     }
+}
+
+/// The benchmarks' fresh test PKIs (valid 30 days either side of now) and a verifier trusting their roots,
+/// as the worker started by ``BenchRig`` trusts them: what the in-process side decides with.
+struct BenchTrust {
+    let pki: TestPKI
+    let android: BenchAndroidApp
+    let verifier: JobVerifier
+
+    init(packageName: String) throws {
+        let now = Date()
+        pki = try TestPKI.generate(validFrom: now.addingTimeInterval(-30 * 86_400), validUntil: now.addingTimeInterval(30 * 86_400))
+        android = try BenchAndroidApp(
+            packageName: packageName, validFrom: now.addingTimeInterval(-30 * 86_400), validUntil: now.addingTimeInterval(30 * 86_400))
+        verifier = JobVerifier(
+            trust: TrustConfiguration(
+                attestationAnchor: try TrustAnchor(pem: pki.attestationRootPEM), receiptAnchor: try TrustAnchor(pem: pki.receiptRootPEM)),
+            androidTrust: try android.trust(), clock: SystemClock())
+    }
+
+    /// The bench app's registration as the in-process verification reads it: production keys, the Android package.
+    /// nil: an app without an Android package.
+    static func appRules(_ android: BenchAndroidApp?) -> AppRules { AppRules(environments: .production, android: android?.policy) }
+
+    var appRules: AppRules { Self.appRules(android) }
 }

@@ -15,7 +15,7 @@ import Worker
 /// measured in the same run, with every job checked for loss and double decisions.
 struct PipelineBenchmark: Subcommand {
     static let help = """
-        usage: attest-bench pipeline [--json] [--devices N] [--latency-seconds S] [--threads T]
+        usage: attest-bench pipeline [--json] [--devices N] [--android-share F] [--latency-seconds S] [--threads T]
                                      [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
                                      [--database-url URL] [--worker PATH] [--rate R] [--fetch-wait-ms W]
                                      [--producer-linger-ms L]
@@ -24,12 +24,18 @@ struct PipelineBenchmark: Subcommand {
                                      [--worker-log PATH] [--worker-log-level L] [--worker-kafka-properties P]
 
         Mints N devices (default 10000) under a fresh test PKI, each with one attestation then nine
-        assertions (10% / 90%), one invalid assertion on every other device (5% of all jobs); registers a
-        fresh app; creates the topics PREFIX.jobs, PREFIX.verdicts and PREFIX.dead (default PREFIX
+        assertions (10% / 90%), one invalid assertion on every other device (5% of all jobs). A share F of
+        the devices (0 to 1, default 0.25; every phase's stream alike) are Android devices under a fresh
+        Android test PKI, spread evenly among the others, with the same counts: one key attestation then
+        nine signed requests, one invalid request on every other device (signed by another key, or its
+        client data without the challenge it presents). Registers a fresh app with its Android package
+        com.example.bench.r<random>; creates the topics PREFIX.jobs, PREFIX.verdicts and PREFIX.dead (default PREFIX
         bench.<random>; the caller deletes them); starts `attest-worker run` with T verification threads
-        (default: the cores), the worker's defaults otherwise but ATTEST_BATCH_SIZE=B when given. Measures:
-          in-process  the jobs verified in this process on T threads (parse, decide against device state
-                      kept in memory, serialize the verdict): no broker, no database; half of the devices
+        (default: the cores), trusting both test PKIs (ATTEST_TRUST_ANCHORS, ATTEST_ANDROID_TRUST_ANCHORS),
+        the worker's defaults otherwise but ATTEST_BATCH_SIZE=B when given. Measures:
+          in-process  the jobs verified in this process on T threads (read the record as the worker does,
+                      either platform; decide against device state kept in memory: the attested key and
+                      counter, or the attested Android key; serialize the verdict): no broker, no database; half of the devices
                       before the pipeline phases, half after;
           throughput  every job produced at once, keyed by keyId: jobs / (last verdict − first produce);
           latency     fresh devices' jobs, same mix, produced evenly at half that rate (R jobs/s with
@@ -76,20 +82,23 @@ struct PipelineBenchmark: Subcommand {
         ATTEST_KAFKA_PROPERTIES (eval "$(ops/stack env)"). The worker is PATH, by default the attest-worker
         beside this executable (both products of one `swift build`). Progress goes to stderr. Exit status 1 when a
         job was lost, decided twice or decided against its expected outcome.
-        --json prints one object: {"jobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
+        --json prints one object: {"jobs", "androidShare", "androidJobs", "jobsPerSec", "coreJobsPerSec", "p50Ms", "p99Ms", "lost",
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "producingP50Ms", "producingP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
         "benchCpuMsPerJob", "verificationShareOfCpu", "latencyPhaseCpuMsPerJob": {"worker",
         "postgres", "broker"}, "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
         "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
         "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
-        off); jobs is the throughput phase's count, lost and duplicates cover
+        off); jobs is the throughput phase's count, androidShare the share of devices that are Android ones
+        and androidJobs the throughput phase's Android jobs; lost and duplicates cover
         both phases; a CPU figure is null when its PID was not given or the process restarted.
         """
 
     /// What the command line chose.
     struct Options {
         var devices = 10_000
+        /// The share of devices that are Android devices (`--android-share`).
+        var androidShare = 0.25
         var latencySeconds = 10.0
         /// The latency phase's rate, jobs/s; nil: half the measured throughput.
         var rate: Double?
@@ -102,6 +111,12 @@ struct PipelineBenchmark: Subcommand {
         init(_ args: inout Arguments) throws {
             rig = try BenchRig.Options(&args)
             if let devices = try args.integer("devices", min: 2) { self.devices = devices }
+            if let share = try args.option("android-share") {
+                guard let value = Double(share), value >= 0, value <= 1 else {
+                    throw Arguments.UsageError(description: "--android-share must be a number from 0 to 1")
+                }
+                androidShare = value
+            }
             if let seconds = try args.integer("latency-seconds", min: 1) { latencySeconds = Double(seconds) }
             if let rate = try args.integer("rate", min: 1) { self.rate = Double(rate) }
             postgresPid = try Self.pid(&args, "postgres-pid")
@@ -118,6 +133,9 @@ struct PipelineBenchmark: Subcommand {
 
     struct Results {
         var devices: Int
+        /// The share of devices that are Android devices, and the throughput phase's Android jobs.
+        var androidShare: Double
+        var androidJobs: Int
         var threads: Int
         /// PostgreSQL's fsync and synchronous_commit settings during the run.
         var durability: String
@@ -157,7 +175,8 @@ struct PipelineBenchmark: Subcommand {
 
         var json: JSONValue {
             let members: [(String, JSONValue)] = [
-                ("jobs", .int(Int64(jobs))), ("jobsPerSec", .int(Int64(jobsPerSec.rounded()))),
+                ("jobs", .int(Int64(jobs))), ("androidShare", .double((androidShare * 1000).rounded() / 1000)),
+                ("androidJobs", .int(Int64(androidJobs))), ("jobsPerSec", .int(Int64(jobsPerSec.rounded()))),
                 ("coreJobsPerSec", .int(Int64(coreJobsPerSec.rounded()))), ("p50Ms", .double(Self.tenths(p50Ms))),
                 ("p99Ms", .double(Self.tenths(p99Ms))), ("lost", .int(Int64(lost))),
                 ("duplicates", .int(Int64(duplicates))), ("latencyRate", .int(Int64(latencyRate.rounded()))),
@@ -238,6 +257,7 @@ struct PipelineBenchmark: Subcommand {
             let phases: [String] = [
                 "\(jobs) jobs over \(devices) devices (10% attestations, 5% invalid), \(threads) threads, "
                     + "PostgreSQL \(durability)",
+                row("Android share of devices", String(format: "%8.0f %%", androidShare * 100) + " (\(androidJobs) Android jobs)"),
                 row("end to end, sustained", String(format: "%8.0f jobs/s", jobsPerSec)),
                 row("in-process verification, \(threads) threads", String(format: "%8.0f jobs/s", coreJobsPerSec)),
                 row("end to end / in-process", String(format: "%8.2f", jobsPerSec / coreJobsPerSec)),
@@ -313,7 +333,8 @@ struct PipelineBenchmark: Subcommand {
             let start = Date()
             let workload = try PipelineWorkload.mint(
                 pki: rig.pki, teamId: BenchRig.teamId, bundleId: rig.bundleId, devices: devices, prefix: "\(rig.runId)-\(phase)",
-                threads: ProcessInfo.processInfo.activeProcessorCount)
+                threads: ProcessInfo.processInfo.activeProcessorCount, android: rig.android,
+                androidDevices: PipelineWorkload.androidDevices(devices, share: options.androidShare))
             Self.note(String(
                 format: "minted %d jobs for %d devices in %.1f s", workload.jobs.count, devices, Date().timeIntervalSince(start)))
             return workload
@@ -326,7 +347,7 @@ struct PipelineBenchmark: Subcommand {
         // phases, so that a change in the machine's load weighs on both sides of the ratio.
         let halves = [0..<(stream.devices.count / 2), (stream.devices.count / 2)..<stream.devices.count]
         func verifyInProcess(_ half: Int) throws -> (jobs: Int, seconds: Double) {
-            let result = stream.verifyInProcess(halves[half], verifier: rig.verifier, policy: .production, threads: threads)
+            let result = stream.verifyInProcess(halves[half], verifier: rig.verifier, app: rig.appRules, threads: threads)
             guard result.unexpected == 0 else {
                 throw BenchmarkFailure("in-process verification: \(result.unexpected) verdicts against expectation")
             }
@@ -377,7 +398,8 @@ struct PipelineBenchmark: Subcommand {
             (warmUp.jobs + stream.jobs + paced.jobs).map { ($0.jobId, $0.expectedOK) }, published: live.verdicts.records,
             stored: try rig.storedVerdicts())
         return Results(
-            devices: options.devices, threads: threads, durability: live.durability, jobs: stream.jobs.count,
+            devices: options.devices, androidShare: options.androidShare,
+            androidJobs: stream.jobs.count { $0.android }, threads: threads, durability: live.durability, jobs: stream.jobs.count,
             jobsPerSec: jobsPerSec,
             coreJobsPerSec: Double(firstHalf.jobs + secondHalf.jobs) / (firstHalf.seconds + secondHalf.seconds),
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
