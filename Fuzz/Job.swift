@@ -20,7 +20,7 @@ public func fuzzJob(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     _ = verdict.json.serialized()
     // The same value as an Android job, and its verdict.
     if case .success(let android) = AndroidJob.parse(json) {
-        _ = Verdict(androidJob: android, verifiedAt: android.receivedAt).json.serialized()
+        _ = Verdict(job: Job(android: android), verifiedAt: android.receivedAt).json.serialized()
     }
     return 0
 }
