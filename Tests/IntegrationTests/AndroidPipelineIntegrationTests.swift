@@ -98,8 +98,9 @@ extension LiveStack {
             #expect(outcome("stranger")?["reason"] == .string("unknown_key"))
             let connection = try PGConnection(conninfo: try Stack.databaseURL)
             let device = try connection.execute(
-                "SELECT team_id, bundle_id, environment, receipt IS NULL FROM devices WHERE key_id = $1", [.bytes(Base64.decode(key.keyId)!)])
+                "SELECT team_id, bundle_id, environment, assertion_count FROM devices WHERE key_id = $1", [.bytes(Base64.decode(key.keyId)!)])
             #expect(device.string(0, 0) == "android" && device.string(0, 1) == package && device.string(0, 2) == "android")
+            #expect(device.int(0, 3) == 1, "the accepted request counted on the device, the refused replay not")
         }
     }
 }

@@ -80,6 +80,7 @@ import Worker
         #expect(v.allSatisfy { $0["teamId"] == .string(Self.app.teamId) && $0["bundleId"] == .string(Self.app.bundleId) })
         let stored = try #require(store.devices[Base64.decode(key.keyId)!])
         #expect(stored.environment == "android" && stored.publicKey == key.subjectPublicKeyInfo && stored.counter == 0)
+        #expect(store.uses[stored.keyId] == 2, "each accepted request counted on its device")
         #expect(store.verdicts.keys.allSatisfy { $0.app == Self.app })
         // The device counted once for the app's month, whatever its jobs.
         #expect(store.counted.count == 1)

@@ -21,6 +21,8 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     var verdicts: [ScopedJobId: StoredVerdict] = [:]
     var devices: [[UInt8]: DeviceRecord] = [:]
     var commits = 0
+    /// Accepted Android assertions per key (`assertion_count`).
+    var uses: [[UInt8]: Int] = [:]
     /// Counters another writer sets right after the next prefetch (a lost race).
     var raceCounters: [[UInt8]: UInt32] = [:]
     /// Verdicts another worker stores right after the next prefetch (a jobId decided concurrently).
@@ -85,6 +87,8 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
                 case .advanced(let keyId, let counter):
                     guard let device = devices[keyId], device.counter < counter else { return .counterConflict }
                     devices[keyId]!.counter = counter
+                case .used(let keyId):
+                    uses[keyId, default: 0] += 1
                 }
                 verdicts[key] = StoredVerdict(json: d.verdictJSON, jobDigest: d.jobDigest)
                 if let c = d.intelligence { crossings += apply(c, jobId: d.jobId, at: d.receivedAt!) }

@@ -110,7 +110,7 @@ extension BatchProcessor {
         case (.androidAssertion?, let app?):
             // No counter to move: the challenge it consumed (or the backend's) is its freshness.
             sign(&verdict, app: app, job: job, intelligence)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+            return decision(verdict, job: job, jobId: job.jobId, source: source, change: keyBytes.map { .used(keyId: $0) } ?? .none, intelligence)
         case (.assertion(let verified)?, let app?):
             state?.record.counter = verified.counter
             sign(&verdict, app: app, job: job, intelligence)

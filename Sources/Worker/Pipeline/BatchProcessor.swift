@@ -409,7 +409,7 @@ public final class BatchProcessor: Sendable {
     private func remember(_ decided: Decided) {
         guard let job = decided.entry.job else { return }
         switch decided.decision.change {
-        case .none:
+        case .none, .used:
             break
         case .attested(let device):
             let previous = devices.get(device.keyId)?.record

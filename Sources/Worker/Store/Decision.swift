@@ -13,6 +13,9 @@ public struct Decision: Sendable {
         case attested(AttestedDevice)
         /// An accepted assertion: the counter moves to `counter` only if it is above the stored one.
         case advanced(keyId: [UInt8], counter: UInt32)
+        /// An accepted Android assertion: the device's assertion count and last use move; it has no counter
+        /// (its challenge is its freshness), so nothing can conflict.
+        case used(keyId: [UInt8])
     }
 
     public struct AttestedDevice: Sendable {

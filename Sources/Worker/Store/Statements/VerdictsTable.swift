@@ -137,8 +137,9 @@ enum VerdictsTable {
     }
 
     /// Every decision that is not an accepted attestation, in one statement: the verdicts of jobs not
-    /// decided before, and for accepted assertions the counter's compare-and-set per key. One row per
-    /// decision, in the order given (`decision` is its position there).
+    /// decided before, for accepted assertions the counter's compare-and-set per key, and for accepted
+    /// Android assertions (no counter) the device's count and last use. One row per decision, in the order
+    /// given (`decision` is its position there).
     ///
     /// A key's accepted assertions in a batch were decided in order, each above the one before, so the
     /// key's counter moves to the highest of them when the stored counter is below the lowest, which is
@@ -156,9 +157,9 @@ enum VerdictsTable {
             WITH x AS (
                 SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[],
                     $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::int4[],
-                    $15::int8[], $16::bytea[], $17::bytea[], $18::int8[], $19::timestamptz[])
+                    $15::int8[], $16::bytea[], $17::bytea[], $18::int8[], $19::timestamptz[], $20::bytea[])
                     AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
-                        dkey, ctr, pat)),
+                        dkey, ctr, pat, ukey)),
             decided AS (
                 SELECT x.i, x.team, x.bundle, x.job, e.verdict_json, e.job_sha256
                 FROM x CROSS JOIN LATERAL (
@@ -169,8 +170,15 @@ enum VerdictsTable {
                 SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
                     max(received) AS seen
                 FROM fresh WHERE dkey IS NOT NULL GROUP BY dkey),
+            u AS (
+                SELECT ukey AS key_id, count(*)::int AS n, max(received) AS seen FROM fresh WHERE ukey IS NOT NULL GROUP BY ukey),
             locked AS (
-                SELECT key_id FROM devices WHERE key_id IN (SELECT key_id FROM g) ORDER BY key_id FOR UPDATE),
+                SELECT key_id FROM devices WHERE key_id IN (SELECT key_id FROM g UNION ALL SELECT key_id FROM u)
+                ORDER BY key_id FOR UPDATE),
+            used AS (
+                UPDATE devices SET assertion_count = assertion_count + u.n, last_seen_at = greatest(last_seen_at, u.seen)
+                FROM u WHERE devices.key_id = u.key_id AND devices.key_id IN (SELECT key_id FROM locked)
+                RETURNING devices.key_id),
             d AS (
                 UPDATE devices SET counter = g.highest, assertion_count = assertion_count + g.n,
                     last_seen_at = greatest(last_seen_at, g.seen)
@@ -206,6 +214,7 @@ enum VerdictsTable {
                 .bytea(decisions.map(\.jobDigest)), .bytea(advanced.map { $0?.key }),
                 .int8(advanced.map { $0.map { Int64($0.counter) } }),
                 .timestamptz(unixMicroseconds: decisions.map(\.storedPartitionAt.microseconds)),
+                .bytea(decisions.map { d -> [UInt8]? in if case .used(let key) = d.change { key } else { nil } }),
             ]
             parameters = columns.map(PGValue.array)
         }
