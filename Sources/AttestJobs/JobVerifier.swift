@@ -130,6 +130,18 @@ public struct JobVerifier: Sendable {
         return Checked(verdict: context.verdict, verified: context.verified, passedApp: true)
     }
 
+    /// The list's last step, the quota (``QuotaCheck``), for a job whose other checks ran without one (its
+    /// inputs' `quota` nil): the worker runs the object checks in parallel, then the quota in batch order, so
+    /// a month's last slots go to the jobs consumed first. `inputs` are the job's, with the quota.
+    public func checkQuota(_ checked: inout Checked, _ job: Job, _ inputs: JobCheckInputs) {
+        guard checked.verified != nil else { return }
+        var context = JobCheckContext(job: job, inputs: inputs, verifier: self, verdict: checked.verdict)
+        context.verified = checked.verified
+        guard let failure = QuotaCheck().evaluate(&context) else { return }
+        context.verdict.failure = failure
+        checked = Checked(verdict: context.verdict, verified: nil, passedApp: true)
+    }
+
     /// Whether `job` passes the checks before the challenge step, so it may claim its challenge.
     public func reachesChallenge(_ job: Job, _ inputs: JobCheckInputs) -> Bool {
         var context = JobCheckContext(job: job, inputs: inputs, verifier: self, verdict: Verdict(job: job, verifiedAt: inputs.now))

@@ -4,7 +4,7 @@ import AttestVerifier
 /// count a new device, and the quota turns it away once the limit and its grace period are spent.
 extension VerifiedObject {
     /// An attested key, of either platform: what brings a device.
-    var isAttestation: Bool {
+    public var isAttestation: Bool {
         switch self {
         case .attestation, .androidAttestation: true
         case .assertion, .androidAssertion: false

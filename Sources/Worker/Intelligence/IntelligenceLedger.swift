@@ -6,9 +6,10 @@ import Foundation
 import Synchronization
 
 /// One batch's view of device histories, monthly counts and quotas: read once before deciding and moved
-/// by each decision, so later jobs of the batch see earlier ones (lanes decide in parallel, hence the
-/// lock). The database applies the same changes as increments at commit, so concurrent workers add up
-/// exactly; only a quota can be overshot by the devices other workers admit while this batch decides.
+/// by each decision in batch order (the decide stage's second step, on one thread; the lock only makes the
+/// value safe to share), so later jobs of the batch see earlier ones. The database applies the same
+/// changes as increments at commit, so concurrent workers add up exactly; only a quota can be overshot by
+/// the devices other workers admit while this batch decides.
 final class IntelligenceLedger: Sendable {
     private let state: Mutex<IntelligenceSnapshot>
     /// The devices the database had already counted when the batch began: their rows exist, so their
@@ -30,8 +31,7 @@ final class IntelligenceLedger: Sendable {
 
     /// The quota step of the check list, for an attestation that passed every other check: the limit and
     /// the devices counted when the app's quota turns its device away (not yet counted this month, limit and
-    /// grace spent), else nil, and the device is counted at once, so that no other lane admits one device
-    /// too many in between.
+    /// grace spent), else nil, and the device is counted at once, so the next job's quota step sees it.
     /// - Parameter stored: the key's device as known before this job (same app), if any.
     func admit(_ job: Job, keyBytes: [UInt8]?, stored: DeviceRecord?, app: AppPolicy) -> (limit: Int, current: Int)? {
         guard let limit = app.madLimit else { return nil }

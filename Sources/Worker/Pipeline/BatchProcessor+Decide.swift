@@ -8,65 +8,108 @@ import DeviceIntelligence
 import KafkaClient
 import Observability
 
-/// The decide stage: each job through the shared check list (``JobVerifier/check(_:_:)``) with the state
-/// the batch fetched beforehand as its inputs, then its device intelligence and token.
+/// The decide stage, in three steps so that a batch's outcome never depends on which thread ran first:
+/// 1. every job through the shared check list (``JobVerifier/check(_:_:)``) but its quota step, in parallel
+///    across keys: each key's jobs in order, each against the device state the previous one leaves (an
+///    attestation followed by its first assertions in the same batch);
+/// 2. on one thread, in batch order: the quota step, then the ledger (risk, monthly counts) and the device
+///    each job leaves, so a month's last quota slots and the history of a fingerprint several keys share go
+///    to the jobs in the order they were consumed;
+/// 3. the verdicts' tokens and JSON, in parallel again.
 extension BatchProcessor {
-    /// Decides `entries` in parallel across keys; the jobs of one key in order, each seeing the device state
-    /// the previous one leaves (an attestation followed by its first assertions in the same batch).
     func decide(
         _ entries: [JobEntry], now: Timestamp, challenges: [Int: ChallengeOutcome], _ ledger: IntelligenceLedger
     ) -> [Decided] {
-        var groups = [[UInt8]: [JobEntry]]()
+        var groups = [[UInt8]: [Int]]()
         var order = [[UInt8]]()
-        for entry in entries {
-            let key = entry.keyBytes ?? Array((entry.job?.keyId ?? entry.jobId).utf8)
+        for (i, entry) in entries.enumerated() {
+            let key = Self.groupKey(entry)
             if groups[key] == nil { order.append(key) }
-            groups[key, default: []].append(entry)
+            groups[key, default: []].append(i)
         }
         let work = order.map { groups[$0] ?? [] }
         // `threads` lanes (ATTEST_WORKERS), each taking the next key group until none is left: groups differ
         // in cost (an attestation is several assertions' worth), so a fixed split leaves lanes idle.
+        var checked = [JobVerifier.Checked?](repeating: nil, count: entries.count)
         let lanes = max(1, min(settings.threads, work.count))
-        return concurrentMap(work.count, threads: lanes) { g in
+        for (g, results) in concurrentMap(work.count, threads: lanes, { g in
             var state: DeviceState? = nil
-            return work[g].map { entry in
-                var decision = decideOne(entry, now: now, challenge: challenges[entry.position], state: &state, ledger)
-                decision.jobDigest = entry.digest
-                return Decided(entry: entry, decision: decision)
-            }
-        }.flatMap { $0 }
+            return work[g].map { i in check(entries[i], now: now, challenge: challenges[entries[i].position], state: &state) }
+        }).enumerated() {
+            for (i, result) in zip(work[g], results) { checked[i] = result }
+        }
+
+        var keys = [[UInt8]: KeyInBatch]()
+        let settled = entries.indices.map { i in
+            settle(entries[i], checked[i], now: now, challenge: challenges[entries[i].position], keys: &keys, ledger)
+        }
+        return concurrentMap(settled.count, threads: max(1, min(settings.threads, settled.count))) { i in finish(settled[i], now: now) }
     }
 
-    /// A key's device as the batch has left it so far.
+    /// The key a job's jobs are grouped by: its key's bytes, else its keyId or jobId (a group of its own).
+    private static func groupKey(_ entry: JobEntry) -> [UInt8] {
+        entry.keyBytes ?? Array((entry.job?.keyId ?? entry.jobId).utf8)
+    }
+
+    /// A key's device as the batch has left it so far, with its key parsed for the checks.
     private struct DeviceState {
         var record: DeviceRecord
         var key: DeviceCache.DeviceKey
     }
 
-    /// - Parameters:
-    ///   - now: the batch's clock reading, the one its challenge claims were made against.
-    ///   - challenge: how the job's worker-issued challenge was settled; nil when it made no claim.
-    private func decideOne(
-        _ entry: JobEntry, now: Timestamp, challenge: ChallengeOutcome?, state: inout DeviceState?, _ ledger: IntelligenceLedger
-    ) -> Decision {
-        let source = Decision.Source(topic: entry.message.topic, partition: entry.message.partition, offset: entry.message.offset)
-        let (job, keyBytes): (Job, [UInt8]?)
-        switch entry.content {
-        case .invalid(let failure):
-            let verdict = verifier.rejection(jobId: entry.jobId, failure, at: now)
-            return decision(verdict, job: nil, jobId: entry.jobId, source: source, change: .none, scope: entry.scope)
-        case .job(let valid, let bytes):
-            (job, keyBytes) = (valid, bytes)
-        }
-        if state == nil, let keyBytes, let cached = devices.get(keyBytes) {
+    /// A key as step 2 has left it: its device so far in batch order (nil: none yet), and whether step 1's
+    /// view of its later jobs is void (an attestation step 1 accepted was turned away by the quota).
+    private struct KeyInBatch {
+        var record: DeviceRecord?
+        var void = false
+    }
+
+    /// A job after step 2: its verdict, what it changes and who it is, before its token and JSON.
+    struct Settled: Sendable {
+        let entry: JobEntry
+        var verdict: Verdict
+        let change: Decision.DeviceChange
+        let intelligence: IntelligenceChange?
+        /// The app whose token an accepted verdict gets.
+        let signWith: AppPolicy?
+    }
+
+    /// Step 1 for one job: the checks but the quota's, against `state`, which it moves as an accepted job
+    /// would. nil for an entry whose fields could not be read.
+    private func check(_ entry: JobEntry, now: Timestamp, challenge: ChallengeOutcome?, state: inout DeviceState?) -> JobVerifier.Checked? {
+        guard let job = entry.job else { return nil }
+        if state == nil, let keyBytes = entry.keyBytes, let cached = devices.get(keyBytes) {
             state = DeviceState(record: cached.record, key: cached.key)
         }
-        // The key's device as this app knows it (a key attested for another app is unknown to this one): what
-        // its assertions are checked against and its identity and risk history go by.
         let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
+        let checked = timed(job.kind) { verifier.check(job, inputs(job, entry, now: now, challenge: challenge, known: known, ledger: nil)) }
+        switch checked.verified {
+        case .attestation(let verified)?:
+            state = DeviceState(
+                record: Self.record(verified.keyId, job, publicKey: verified.publicKey, environment: verified.environment.rawValue,
+                    deviceId: "", previous: state?.record),
+                key: DeviceCache.DeviceKey(appAttest: verified.key))
+        case .androidAttestation(let verified)?:
+            let record = Self.record(
+                Digest.sha256.hash(verified.subjectPublicKeyInfo), job, publicKey: verified.subjectPublicKeyInfo,
+                environment: DeviceRecord.androidEnvironment, deviceId: "", previous: state?.record)
+            state = DeviceCache.DeviceKey(record).map { DeviceState(record: record, key: $0) }
+        case .assertion(let verified)?:
+            state?.record.counter = verified.counter
+        case .androidAssertion?, nil:
+            break
+        }
+        return checked
+    }
+
+    /// The check list's inputs for `job` against the key's device `known` (this app's, if any); the quota
+    /// step's only with a `ledger`.
+    private func inputs(
+        _ job: Job, _ entry: JobEntry, now: Timestamp, challenge: ChallengeOutcome?, known: DeviceState?, ledger: IntelligenceLedger?
+    ) -> JobCheckInputs {
         let app = policy(for: job)
         // A key is only ever its own platform's: an App Attest keyId names no Android key, and back.
-        let inputs = JobCheckInputs(
+        return JobCheckInputs(
             now: now, brokerTimestampMs: entry.message.timestampMs, app: app.map { Self.rules($0, challenge: challenge) },
             key: known.flatMap { known in
                 known.key.appAttest.map {
@@ -74,52 +117,97 @@ extension BatchProcessor {
                 }
             }, androidKey: known?.key.android, androidStatusList: settings.androidStatus?.input(at: now),
             keyRevokedAt: known?.record.revokedAt,
-            quota: app.map { app in { job in ledger.admit(job, keyBytes: keyBytes, stored: known?.record, app: app) } })
-        let checked = timed(job.kind) { verifier.check(job, inputs) }
-        var verdict = checked.verdict
-        let intelligence = ledger.assess(
-            &verdict, job: job, keyBytes: keyBytes, stored: known?.record, app: checked.passedApp ? app : nil)
-        switch (checked.verified, app) {
-        case (.attestation(let verified)?, let app?):
-            let previous = state?.record
-            let record = DeviceRecord(
-                keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                counter: previous.flatMap { $0.publicKey == verified.publicKey ? $0.counter : nil } ?? 0,
-                environment: verified.environment.rawValue, deviceId: intelligence.deviceId,
-                fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
-            state = DeviceState(record: record, key: DeviceCache.DeviceKey(appAttest: verified.key))
-            sign(&verdict, app: app, job: job, intelligence)
-            let device = Decision.AttestedDevice(
-                keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
-                environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
-                metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
-        case (.androidAttestation(let verified)?, let app?):
-            let keyId = Digest.sha256.hash(verified.subjectPublicKeyInfo)
-            let previous = state?.record
-            let record = DeviceRecord(
-                keyId: keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.subjectPublicKeyInfo, counter: 0,
-                environment: DeviceRecord.androidEnvironment, deviceId: intelligence.deviceId,
-                fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
-            state = DeviceCache.DeviceKey(record).map { DeviceState(record: record, key: $0) }
-            sign(&verdict, app: app, job: job, intelligence)
-            let device = Decision.AttestedDevice(
-                keyId: keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.subjectPublicKeyInfo,
-                environment: DeviceRecord.androidEnvironment, receipt: nil, deviceId: intelligence.deviceId, metadata: job.metadata)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .attested(device), intelligence)
-        case (.androidAssertion?, let app?):
-            // No counter to move: the challenge it consumed (or the backend's) is its freshness.
-            sign(&verdict, app: app, job: job, intelligence)
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: keyBytes.map { .used(keyId: $0) } ?? .none, intelligence)
-        case (.assertion(let verified)?, let app?):
-            state?.record.counter = verified.counter
-            sign(&verdict, app: app, job: job, intelligence)
-            return decision(
-                verdict, job: job, jobId: job.jobId, source: source,
-                change: .advanced(keyId: verified.keyId, counter: verified.counter), intelligence)
-        default:
-            return decision(verdict, job: job, jobId: job.jobId, source: source, change: .none, intelligence)
+            quota: ledger.flatMap { ledger in
+                app.map { app in { job in ledger.admit(job, keyBytes: entry.keyBytes, stored: known?.record, app: app) } }
+            })
+    }
+
+    /// Step 2 for one job, in batch order: the quota step, then risk and counts, and the device it leaves.
+    private func settle(
+        _ entry: JobEntry, _ checked: JobVerifier.Checked?, now: Timestamp, challenge: ChallengeOutcome?,
+        keys: inout [[UInt8]: KeyInBatch], _ ledger: IntelligenceLedger
+    ) -> Settled {
+        guard let job = entry.job, var checked else {
+            let failure = entry.invalidFailure!
+            return Settled(entry: entry, verdict: verifier.rejection(jobId: entry.jobId, failure, at: now), change: .none, intelligence: nil, signWith: nil)
         }
+        let group = Self.groupKey(entry)
+        var key = keys[group] ?? KeyInBatch(record: entry.keyBytes.flatMap { devices.get($0)?.record })
+        // The key's device as this app knows it (a key attested for another app is unknown to this one): what
+        // its identity and risk history go by.
+        let known = key.record.flatMap { $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil }
+        let state = known.flatMap { record in DeviceCache.DeviceKey(record).map { DeviceState(record: record, key: $0) } }
+        if key.void {
+            // Step 1 checked this job against a device the quota then turned away: check it again as it stands.
+            checked = timed(job.kind) { verifier.check(job, inputs(job, entry, now: now, challenge: challenge, known: state, ledger: nil)) }
+        }
+        let app = policy(for: job)
+        if checked.verified?.isAttestation == true {
+            verifier.checkQuota(&checked, job, inputs(job, entry, now: now, challenge: challenge, known: state, ledger: ledger))
+            if checked.verified == nil { key.void = true }
+        }
+        var verdict = checked.verdict
+        let intelligence = ledger.assess(&verdict, job: job, keyBytes: entry.keyBytes, stored: known, app: checked.passedApp ? app : nil)
+        var change = Decision.DeviceChange.none
+        switch (checked.verified, app) {
+        case (.attestation(let verified)?, _?):
+            let record = Self.record(
+                verified.keyId, job, publicKey: verified.publicKey, environment: verified.environment.rawValue,
+                deviceId: intelligence.deviceId, previous: key.record)
+            key = KeyInBatch(record: record)
+            change = .attested(
+                Decision.AttestedDevice(
+                    keyId: verified.keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.publicKey,
+                    environment: verified.environment.rawValue, receipt: verified.receipt.der, deviceId: intelligence.deviceId,
+                    metadata: job.metadata))
+        case (.androidAttestation(let verified)?, _?):
+            let keyId = Digest.sha256.hash(verified.subjectPublicKeyInfo)
+            key = KeyInBatch(
+                record: Self.record(
+                    keyId, job, publicKey: verified.subjectPublicKeyInfo, environment: DeviceRecord.androidEnvironment,
+                    deviceId: intelligence.deviceId, previous: key.record))
+            change = .attested(
+                Decision.AttestedDevice(
+                    keyId: keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: verified.subjectPublicKeyInfo,
+                    environment: DeviceRecord.androidEnvironment, receipt: nil, deviceId: intelligence.deviceId, metadata: job.metadata))
+        case (.assertion(let verified)?, _?):
+            key.record?.counter = verified.counter
+            change = .advanced(keyId: verified.keyId, counter: verified.counter)
+        case (.androidAssertion?, _?):
+            // No counter to move: the challenge it consumed (or the backend's) is its freshness.
+            change = entry.keyBytes.map { .used(keyId: $0) } ?? .none
+        default:
+            break
+        }
+        keys[group] = key
+        return Settled(entry: entry, verdict: verdict, change: change, intelligence: intelligence, signWith: checked.verified == nil ? nil : app)
+    }
+
+    /// Step 3 for one job: its token when accepted, and the decision as stored.
+    private func finish(_ settled: Settled, now: Timestamp) -> Decided {
+        let entry = settled.entry
+        var verdict = settled.verdict
+        var decision: Decision
+        if let job = entry.job {
+            if let app = settled.signWith, let intelligence = settled.intelligence { sign(&verdict, app: app, job: job, intelligence) }
+            let source = Decision.Source(topic: entry.message.topic, partition: entry.message.partition, offset: entry.message.offset)
+            decision = self.decision(verdict, job: job, jobId: job.jobId, source: source, change: settled.change, settled.intelligence)
+        } else {
+            let source = Decision.Source(topic: entry.message.topic, partition: entry.message.partition, offset: entry.message.offset)
+            decision = self.decision(verdict, job: nil, jobId: entry.jobId, source: source, change: .none, scope: entry.scope)
+        }
+        decision.jobDigest = entry.digest
+        return Decided(entry: entry, decision: decision)
+    }
+
+    /// The device an accepted attestation leaves: its counter kept only when the same key is attested again.
+    private static func record(
+        _ keyId: [UInt8], _ job: Job, publicKey: [UInt8], environment: String, deviceId: String, previous: DeviceRecord?
+    ) -> DeviceRecord {
+        DeviceRecord(
+            keyId: keyId, teamId: job.teamId, bundleId: job.bundleId, publicKey: publicKey,
+            counter: previous.flatMap { $0.publicKey == publicKey ? $0.counter : nil } ?? 0, environment: environment,
+            deviceId: deviceId, fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint)
     }
 
     /// What the app's registration says to the checks, with the store's answer to the job's challenge claim.

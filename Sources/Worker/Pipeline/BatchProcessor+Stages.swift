@@ -52,6 +52,12 @@ extension BatchProcessor {
             return job
         }
 
+        /// The job_invalid failure of an entry whose fields cannot be used.
+        var invalidFailure: VerificationFailure? {
+            guard case .invalid(let failure) = content else { return nil }
+            return failure
+        }
+
         var keyBytes: [UInt8]? {
             guard case .job(_, let keyBytes) = content else { return nil }
             return keyBytes
