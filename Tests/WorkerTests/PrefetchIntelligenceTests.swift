@@ -1,8 +1,10 @@
 import AttestCore
+import AttestCrypto
 import AttestJobs
 import AttestMint
 import AttestVerifier
 import DeviceIntelligence
+import PostgresClient
 import Testing
 @testable import Worker
 
@@ -27,7 +29,9 @@ import Testing
         #expect(verdict["deviceIntelligence"]?["attestationCount"] == .int(1))
     }
 
-    @Test func thePipelinedReadEqualsTheTwoReads() throws {
+    /// The gather's one round trip reads what the separate reads do, and settles a claim as
+    /// `consumeChallenges` would.
+    @Test func theGatherEqualsTheSeparateReadsAndClaims() throws {
         let db = try AttestStoreTests.Database()
         let at = RiskWindowStoreTests.start
         _ = try db.store.commit([RiskWindowStoreTests.rejection("p-r", .counterNotIncreasing, at: at)])
@@ -39,7 +43,14 @@ import Testing
         try db.addDevice(AttestStoreTests.keyA, counter: 3)
         let job = ScopedJobId(app: AppIdentity(teamId: "TEAM", bundleId: "app"), jobId: "p-r")
         let separate = try db.store.intelligence(query)
-        let (verdicts, devices, together) = try db.store.prefetch(jobs: [job], keyIds: [AttestStoreTests.keyA], intelligence: query)
+        try db.connection.execute("INSERT INTO apps (team_id, bundle_id, challenges) VALUES ('TEAM', 'app', 'worker')")
+        let issued = try #require(try ChallengeStore.insert(try SecureRandom.bytes(32), teamId: "TEAM", bundleId: "app", on: db.connection))
+        let claim = ChallengeClaim(jobId: "p-c", teamId: "TEAM", bundleId: "app", challenge: issued.bytes, receivedAt: issued.issuedAt, skewSeconds: 60)
+        let gathered = try db.store.gather(GatherRequest(jobs: [job], keyIds: [AttestStoreTests.keyA], intelligence: query, claims: [claim]))
+        let (verdicts, devices, together) = (gathered.verdicts, gathered.devices, gathered.intelligence)
+        #expect(gathered.challenges["p-c"] == .consumed)
+        #expect(try db.store.consumeChallenges([ChallengeClaim(
+            jobId: "p-d", teamId: "TEAM", bundleId: "app", challenge: issued.bytes, receivedAt: issued.issuedAt, skewSeconds: 60)])["p-d"] == .alreadyUsed)
         #expect(verdicts[job] != nil)
         #expect(devices[AttestStoreTests.keyA]?.counter == 3)
         let history = try #require(together.histories[RiskWindowStoreTests.device])

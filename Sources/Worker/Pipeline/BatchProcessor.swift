@@ -11,12 +11,12 @@ import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.
 ///
-/// Per batch: classify (dead letters, invalid jobs), one read for stored verdicts, devices and the devices'
-/// risk histories, monthly counts and quotas (a second one only for identities the fresh device rows
-/// change), one statement consuming the worker-issued challenges the batch presents (``ChallengeStore``),
-/// decide in parallel across keys (each key's jobs in order, each seeing the state its predecessors
-/// leave), one transaction for every decision (verdicts, devices, counts,
-/// scores), then the messages to publish in consumption order. A jobId is decided once per app: a
+/// Per batch: classify (dead letters, invalid jobs); gather, in one round trip, the stored verdicts, devices,
+/// the devices' risk histories, monthly counts and quotas and the worker-issued challenges the jobs claim
+/// (``GatherRequest``; a second read only for identities the fresh device rows change); decide (the object
+/// checks in parallel across keys, each key's jobs in order, then quota, risk and counts in batch order:
+/// BatchProcessor+Decide); settle every decision in one transaction and one round trip (verdicts, devices,
+/// counts, scores); then the messages to publish in consumption order. A jobId is decided once per app: a
 /// redelivered job gets the verdict stored for it, unchanged, and other content under a decided jobId gets
 /// a job_id_reused rejection of its own; an assertion that lost a counter race is decided again against the
 /// stored counter.
@@ -123,10 +123,22 @@ public final class BatchProcessor: Sendable {
         // any other worker's change) reaches this worker by its next batch; the cache saves parsing the key.
         // The histories and counts come in that trip too, for the identities the cache gives now: the
         // ledger reads only what the fresh rows change (a key seen for the first time) afterwards.
+        // The worker-issued challenges the jobs claim go in that trip too: claiming depends only on the job and
+        // its app, never on what the trip reads (a redelivery claims the challenge it already holds).
         let batchKeys = Set(jobs.compactMap(\.keyBytes))
         let guessed = intelligenceQuery(jobs)
-        let (stored, fetched, snapshot) = try timings.timed(\.reading) { () throws(PGError) in
-            try store.prefetch(jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys), intelligence: guessed)
+        let claims = challengeClaims(jobs, now: now)
+        let gathered = try timings.timed(\.reading) { () throws(PGError) in
+            try store.gather(
+                GatherRequest(
+                    jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys), intelligence: guessed, claims: claims.first?.map(\.claim) ?? []))
+        }
+        let (stored, fetched, snapshot) = (gathered.verdicts, gathered.devices, gathered.intelligence)
+        var challenges = [Int: ChallengeOutcome]()
+        for (position, claim) in claims.first ?? [] { challenges[position] = gathered.challenges[claim.jobId] }
+        for round in claims.dropFirst() {
+            let settled = try timings.timed(\.reading) { () throws(PGError) in try store.consumeChallenges(round.map(\.claim)) }
+            for (position, claim) in round { challenges[position] = settled[claim.jobId] }
         }
         for key in batchKeys {
             if let record = fetched[key] { devices.put(record) } else { devices.remove(key) }
@@ -144,9 +156,7 @@ public final class BatchProcessor: Sendable {
                 toDecide.append(entry)
             }
         }
-        let (challenges, ledger) = try timings.timed(\.reading) { () throws(PGError) in
-            (try consumeChallenges(toDecide, now: now), try intelligenceLedger(toDecide, read: snapshot, for: guessed))
-        }
+        let ledger = try timings.timed(\.reading) { () throws(PGError) in try intelligenceLedger(toDecide, read: snapshot, for: guessed) }
         var round = decide(toDecide, now: now, challenges: challenges, ledger)
 
         var standing = [ScopedJobId: StoredVerdict]()

@@ -8,17 +8,19 @@ import PostgresClient
 /// receivedAt bounds and the app registration, before any object check. Only apps registered with
 /// `--challenges worker` take part; for the others the verifier's binding rule is all there is.
 extension BatchProcessor {
-    /// Claims, in one round trip, the challenges of the jobs among `entries` that pass the checks before the
-    /// challenge step, and returns each claiming job's outcome by its position in the batch. A job claims
-    /// whatever its verdict will be: the first job to present a challenge consumes it.
-    ///
-    /// Claims are settled by jobId, which is unique only within an app: claims of other apps' jobs with the
-    /// same jobId go in a further round trip (the batch holds one job per jobId of an app).
-    func consumeChallenges(_ entries: [JobEntry], now: Timestamp) throws(PGError) -> [Int: ChallengeOutcome] {
+    /// The claims `entries` make, in rounds the store settles one after the other, each claim with its job's
+    /// position in the batch: a job claims when it presents a challenge to an app whose challenges the worker
+    /// issues and passes the checks before the challenge step (the front of the one check list), whatever
+    /// its verdict will be, so the first job to present a challenge consumes it. One claim per jobId of an
+    /// app (its first message); claims are settled by jobId, which is unique only within an app, so a round
+    /// holds each jobId once and the same jobId of other apps goes in a further round (rare). The first round
+    /// travels with the batch's gather.
+    func challengeClaims(_ entries: [JobEntry], now: Timestamp) -> [[(position: Int, claim: ChallengeClaim)]] {
+        var claiming = Set<ScopedJobId>()
         var pending = [(position: Int, claim: ChallengeClaim)]()
         for entry in entries {
             guard let job = entry.job, let app = policy(for: job), app.challenges == .worker,
-                let bytes = job.challenge.flatMap(Base64.decode),
+                let bytes = job.challenge.flatMap(Base64.decode), claiming.insert(entry.scopedJobId).inserted,
                 verifier.reachesChallenge(
                     job, JobCheckInputs(now: now, brokerTimestampMs: entry.message.timestampMs, app: Self.rules(app, challenge: nil)))
             else { continue }
@@ -27,19 +29,18 @@ extension BatchProcessor {
                     jobId: job.jobId, teamId: job.teamId, bundleId: job.bundleId, challenge: bytes, receivedAt: job.receivedAt,
                     skewSeconds: verifier.timeBounds.maxFutureSkewSeconds)))
         }
-        var outcomes = [Int: ChallengeOutcome]()
+        var rounds = [[(position: Int, claim: ChallengeClaim)]]()
         while !pending.isEmpty {
             var jobIds = Set<String>()
             var round = [(position: Int, claim: ChallengeClaim)]()
             var later = [(position: Int, claim: ChallengeClaim)]()
-            for entry in pending {
-                if jobIds.insert(entry.claim.jobId).inserted { round.append(entry) } else { later.append(entry) }
+            for claim in pending {
+                if jobIds.insert(claim.claim.jobId).inserted { round.append(claim) } else { later.append(claim) }
             }
-            let settled = try store.consumeChallenges(round.map(\.claim))
-            for (position, claim) in round { outcomes[position] = settled[claim.jobId] }
+            rounds.append(round)
             pending = later
         }
-        return outcomes
+        return rounds
     }
 
     /// Why the store did not let a job consume its worker-issued challenge, or nil when it did.

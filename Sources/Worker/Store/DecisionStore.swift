@@ -7,10 +7,9 @@ public protocol DecisionStore: Sendable {
     func apps() throws(PGError) -> [AppIdentity: AppPolicy]
     func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord])
     func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot
-    /// `prefetch` and `intelligence` together: one round trip where the store can pipeline them.
-    func prefetch(
-        jobs: [ScopedJobId], keyIds: [[UInt8]], intelligence query: IntelligenceQuery
-    ) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord], intelligence: IntelligenceSnapshot)
+    /// `prefetch`, `intelligence` and `consumeChallenges` together: one round trip where the store can
+    /// pipeline them (``GatherRequest``).
+    func gather(_ request: GatherRequest) throws(PGError) -> Gathered
     func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing])
     /// Settles worker-issued challenges by jobId, one round trip for the batch (see ``ChallengeStore``).
     func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome]
@@ -28,12 +27,12 @@ extension DecisionStore {
     /// Stores without a database take no time in one.
     public func takeDatabaseTime() -> Duration { .zero }
 
-    /// One read after the other, for stores without pipelines (tests' fakes).
-    public func prefetch(
-        jobs: [ScopedJobId], keyIds: [[UInt8]], intelligence query: IntelligenceQuery
-    ) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord], intelligence: IntelligenceSnapshot) {
-        let (verdicts, devices) = try prefetch(jobs: jobs, keyIds: keyIds)
-        return (verdicts, devices, try intelligence(query))
+    /// One call after the other, for stores without pipelines (tests' fakes).
+    public func gather(_ request: GatherRequest) throws(PGError) -> Gathered {
+        let (verdicts, devices) = try prefetch(jobs: request.jobs, keyIds: request.keyIds)
+        return Gathered(
+            verdicts: verdicts, devices: devices, intelligence: try intelligence(request.intelligence),
+            challenges: request.claims.isEmpty ? [:] : try consumeChallenges(request.claims))
     }
 }
 

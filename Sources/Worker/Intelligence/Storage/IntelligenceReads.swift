@@ -15,29 +15,8 @@ extension AttestStore {
         return Self.snapshot(histories, counted, quotas)
     }
 
-    /// ``prefetch(jobs:keyIds:)`` and ``intelligence(_:)`` in one round trip: a batch's reads before
-    /// deciding, the latency of one trip to PostgreSQL instead of two.
-    public func prefetch(
-        jobs: [ScopedJobId], keyIds: [[UInt8]], intelligence query: IntelligenceQuery
-    ) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord], intelligence: IntelligenceSnapshot) {
-        guard !query.isEmpty else {
-            let (verdicts, devices) = try prefetch(jobs: jobs, keyIds: keyIds)
-            return (verdicts, devices, IntelligenceSnapshot())
-        }
-        let (verdicts, devices, histories, counted, quotas) = try connection.run { c throws(PGError) in
-            try c.pipeline(
-                VerdictsTable.Stored(jobs: jobs), DevicesTable.ByKeys(keyIds: keyIds),
-                DeviceRiskTable.Histories(Array(query.devices)), MonthlyCountsTable.Counted(Array(query.counted)),
-                MonthlyCountsTable.Quotas(Array(query.months)))
-        }
-        return (
-            Dictionary(verdicts.map { ($0.job, $0.verdict) }, uniquingKeysWith: { _, last in last }),
-            Dictionary(devices.map { ($0.keyId, $0) }, uniquingKeysWith: { _, last in last }),
-            Self.snapshot(histories, counted, quotas)
-        )
-    }
-
-    private static func snapshot(
+    /// The snapshot the three intelligence statements read (here, and in ``gather(_:)``).
+    static func snapshot(
         _ histories: [DeviceRiskTable.Histories.Row], _ counted: [MonthlyDevice], _ quotas: [MonthlyCountsTable.Quotas.Row]
     ) -> IntelligenceSnapshot {
         var snapshot = IntelligenceSnapshot()
