@@ -18,8 +18,8 @@ import Synchronization
 /// stay in one partition, hence in one lane and in order, and lanes race only as separate workers would,
 /// which the store's compare-and-set already settles.
 ///
-/// All intake state is one ``IntakeStateMachine`` behind a condition lock (which the threads also wait
-/// on); its transitions return the Kafka calls and wake-ups to make, carried out outside the lock.
+/// All intake state is one ``IntakeStateMachine`` in an ``Intake``, behind the condition lock the threads
+/// wait on; its transitions return the Kafka calls and wake-ups to make, carried out outside the lock.
 ///
 /// The worker is four components of a ``ServiceGroup`` (``services``), so its shutdown is the group's
 /// reverse order: polling stops, the lanes drain, the consumer stores and commits its final offsets and
@@ -73,11 +73,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// producer component.
     private let deferred = DeferredWork(name: "publish-retry")
 
-    /// Guarded by `condition`, whose waiters are woken by `.wakeWaiters`.
-    private var machine: IntakeStateMachine
-    private let condition = NSCondition()
-    /// The poll thread waits on it for room in the buffer (`.wakePoller`).
-    private let roomFreed = DispatchSemaphore(value: 0)
+    private let intake: Intake
 
     /// - Parameter processors: one per lane, each with its own store connection.
     public init(settings: Settings, processors: [BatchProcessor], logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
@@ -87,7 +83,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         let bounds = IntakeBounds(
             maxMessages: settings.maxBufferedMessages, maxBytes: settings.maxBufferedBytes,
             maxRecordBytes: settings.messageLimits.maxRetainedBytes, batchSize: settings.batchSize)
-        machine = IntakeStateMachine(lanes: processors.count, bounds: bounds, pauseAfter: .seconds(settings.pauseAfterSeconds))
+        intake = Intake(
+            IntakeStateMachine(lanes: processors.count, bounds: bounds, pauseAfter: .seconds(settings.pauseAfterSeconds)),
+            logger: logger)
         self.logger = logger
         self.metrics = metrics
         producer = try KafkaProducer(properties: settings.producerProperties) { error in
@@ -124,12 +122,13 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
             metrics.readiness.markNotReady(.broker, .consumerError(error.name))
             logger.warning("consumer error", [("error", .string(error.description))])
         }
+        intake.consumer = consumer
         metrics.readiness.markReady(.broker)
         // Weak: the registry holds this closure, and the service holds the registry through its metrics.
         metrics.registry.onCollect { [weak self] in
             guard let self else { return }
             let metrics = self.metrics  // not the enclosing `metrics`, which the closure would hold strongly
-            let inFlight = locked { $0.inFlight }
+            let inFlight = intake.locked { $0.inFlight }
             metrics.inFlight.set(Double(inFlight))
             // Unknown (no statistics yet, or a document that did not parse): the last figures stay.
             if let lag = consumer.storedLag() { metrics.recordLag(lag) }
@@ -161,18 +160,15 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         if pollThread == nil {
             // The shutdown came before polling started: nothing more will be polled.
             stop()
-            apply { $0.pollStopped() }
+            intake.apply { $0.pollStopped() }
         }
-        condition.lock()
-        while !machine.drained { condition.wait() }
-        condition.unlock()
+        intake.waitUntilDrained()
         for thread in laneThreads { thread.join() }
     }
 
     /// Stores the offsets finished so far, commits them and leaves the group.
     private func leave() {
-        let store = locked { $0.finalOffsets() }
-        perform(store)
+        intake.apply { $0.finalOffsets() }
         do {
             try consumer.commitSync()
         } catch {
@@ -193,16 +189,15 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// Stops polling; a lane retrying an outage gives its batch up (redelivered later) instead of holding
     /// the shutdown.
     private func stop() {
-        apply { $0.stop() }
+        intake.apply { $0.stop() }
         for processor in processors { processor.store.cancelRetries() }
     }
 
     // MARK: Poll thread
 
     private func pollLoop() {
-        while case .poll(let actions) = locked({ $0.nextPoll() }) {
-            perform(actions)
-            let room = waitForRoom()
+        while intake.nextPoll() {
+            let room = intake.room()
             var messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
             guard !messages.isEmpty else { continue }
             metrics.readiness.markReady(.broker)
@@ -212,29 +207,9 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 metrics.consumed.labels([messages[i].topic]).increment()
                 observeStage("broker", since: messages[i].timestampMs, now: consumedMs)
             }
-            apply { $0.received(messages) }
+            intake.apply { $0.received(messages) }
         }
-        apply { $0.pollStopped() }
-    }
-
-    /// How many messages the buffer can take, once the machine says so (``IntakeStateMachine/pollRoom(now:)``
-    /// waits for the lanes while the buffer is full, then pauses).
-    private func waitForRoom() -> Int {
-        var waited = false
-        while true {
-            switch locked({ $0.pollRoom(now: .now) }) {
-            case .room(let room, let actions):
-                if !actions.isEmpty { logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))]) }
-                perform(actions)
-                return room
-            case .wait(let deadline):
-                if !waited {
-                    logger.debug("buffer full; waiting for the lanes", [("limit", .int(Int64(settings.maxBufferedMessages)))])
-                    waited = true
-                }
-                _ = roomFreed.wait(timeout: .now() + (deadline - .now).timeInterval)
-            }
-        }
+        intake.apply { $0.pollStopped() }
     }
 
     // MARK: Batch threads
@@ -242,7 +217,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private func batchLoop(lane: Int) {
         // Lane 0's connection checked the schema at start: that time is no batch's.
         _ = processors[lane].store.takeDatabaseTime()
-        while let batch = nextBatch(lane: lane) {
+        while let batch = intake.nextBatch(lane: lane) {
             metrics.batchSize.observe(Double(batch.count))
             let started = ContinuousClock.now
             let startedMs = wallMilliseconds()
@@ -266,10 +241,10 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                 out.charge = Outbound.chargeFor(out)
                 return out
             }
-            apply { $0.charged(charged.reduce(0) { $0 + $1.charge }) }
+            intake.apply { $0.charged(charged.reduce(0) { $0 + $1.charge }) }
             for out in charged { publish(out) }
         }
-        apply { $0.laneStopped() }
+        intake.apply { $0.laneStopped() }
     }
 
     /// The injected clock's wall time in milliseconds, the unit of the broker's create timestamps.
@@ -280,24 +255,6 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     private func observeStage(_ stage: String, since startMs: Int64?, now: Int64) {
         guard let startMs else { return }
         metrics.stageSeconds.labels([stage]).observe(Double(max(0, now &- startMs)) / 1000)
-    }
-
-    /// Up to `batchSize` of the lane's buffered messages, waiting for them; nil once stopping and drained.
-    private func nextBatch(lane: Int) -> [KafkaMessage]? {
-        condition.lock()
-        while true {
-            switch machine.takeBatch(lane: lane) {
-            case .wait:
-                condition.wait()
-            case .exit:
-                condition.unlock()
-                return nil
-            case .process(let batch, let actions):
-                condition.unlock()
-                perform(actions)
-                return batch
-            }
-        }
     }
 
     /// Transient database failures (an outage, a read-only standby, a deadlock, a timeout) are retried
@@ -341,24 +298,15 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
                             ("error", .string(error.description)), ("jobs", .int(Int64(batch.count))), ("attempt", .int(Int64(attempts))),
                         ])
                     }
-                    guard sleepUnlessStopping(backoff.next()) else { return nil }
+                    guard intake.sleepUnlessStopping(backoff.next()) else { return nil }
                 }
             }
         }
     }
 
-    /// Waits `duration` unless the worker stops first; false when stopping.
-    private func sleepUnlessStopping(_ duration: Duration) -> Bool {
-        let deadline = ContinuousClock.now + duration
-        condition.lock()
-        defer { condition.unlock() }
-        while !machine.stopping, condition.wait(until: deadline) {}
-        return !machine.stopping
-    }
-
     /// A batch given up at shutdown: no longer in flight, its offsets unfinished (the next owner redelivers).
     private func abandon(_ batch: [KafkaMessage]) {
-        apply { $0.abandoned(batch) }
+        intake.apply { $0.abandoned(batch) }
     }
 
     /// Publishes `out` until the broker acknowledges it. Every retry is counted and logged, with a capped
@@ -477,51 +425,13 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
     private func finished(_ out: Outbound) {
-        apply { $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes + out.charge) }
-    }
-
-    /// Runs a transition under the lock, then carries out its actions outside it (the consumer's calls are
-    /// thread-safe); `.wakeWaiters` is a broadcast under the lock.
-    private func apply(_ transition: (inout IntakeStateMachine) -> [IntakeStateMachine.Action]) {
-        condition.lock()
-        let actions = transition(&machine)
-        if actions.contains(.wakeWaiters) { condition.broadcast() }
-        condition.unlock()
-        perform(actions)
-    }
-
-    /// A transition whose answer the caller acts on, or a reading, under the lock.
-    private func locked<T>(_ body: (inout IntakeStateMachine) -> T) -> T {
-        condition.lock()
-        defer { condition.unlock() }
-        return body(&machine)
-    }
-
-    private func perform(_ actions: [IntakeStateMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .pause(let partitions): consumer.pause(partitions)
-            case .resume(let partitions): consumer.resume(partitions)
-            case .storeOffsets(let offsets): store(offsets)
-            case .wakePoller: roomFreed.signal()
-            case .wakeWaiters: break  // under the lock, by `apply`
-            }
-        }
-    }
-
-    private func store(_ offsets: [TopicPartition: Int64]) {
-        do {
-            try consumer.storeOffsets(offsets)
-        } catch {
-            // Offsets of partitions no longer assigned cannot be stored; the next owner redelivers.
-            logger.debug("offsets not stored", [("error", .string(error.description))])
-        }
+        intake.apply { $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes + out.charge) }
     }
 
     // MARK: Rebalance (poll thread, inside librdkafka's callback)
 
     public func partitionsAssigned(_ partitions: [TopicPartition]) {
-        locked { $0.assigned(partitions) }
+        intake.locked { $0.assigned(partitions) }
         logger.info("partitions assigned", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
     }
 
@@ -529,15 +439,7 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// the current batch to be stored and acknowledged, then stores the final offsets; the wrapper commits
     /// them before the partitions are given up.
     public func partitionsRevoked(_ partitions: [TopicPartition]) {
-        let deadline = ContinuousClock.now + .seconds(settings.revokeTimeoutSeconds)
-        condition.lock()
-        machine.revoking(partitions)
-        while machine.hasInBatch(partitions), condition.wait(until: deadline) {}
-        let drained = !machine.hasInBatch(partitions)
-        let store = machine.revoked(partitions)
-        condition.unlock()
-        perform(store)
-        if !drained { logger.warning("revoked partitions before their jobs finished; they will be redelivered") }
+        if !intake.revoke(partitions, timeout: .seconds(settings.revokeTimeoutSeconds)) { logger.warning("revoked partitions before their jobs finished; they will be redelivered") }
         logger.info("partitions revoked", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
     }
 }
