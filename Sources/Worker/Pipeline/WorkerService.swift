@@ -60,6 +60,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     private let settings: Settings
     private let processors: [BatchProcessor]
+    /// Stamps consumed messages and times the broker and buffer stages, in the broker's wall-clock unit.
+    private let clock: any Clock
     private let logger: Logger
     private let metrics: WorkerMetrics
     private let producer: KafkaProducer
@@ -75,11 +77,16 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
 
     private let intake: Intake
 
-    /// - Parameter processors: one per lane, each with its own store connection.
-    public init(settings: Settings, processors: [BatchProcessor], logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
+    /// - Parameters:
+    ///   - processors: one per lane, each with its own store connection.
+    ///   - clock: the wall clock the broker's create timestamps are compared with (the verifier's, in the worker).
+    public init(
+        settings: Settings, processors: [BatchProcessor], clock: any Clock, logger: Logger, metrics: WorkerMetrics
+    ) throws(KafkaError) {
         precondition(!processors.isEmpty, "at least one batch processor")
         self.settings = settings
         self.processors = processors
+        self.clock = clock
         let bounds = IntakeBounds(
             maxMessages: settings.maxBufferedMessages, maxBytes: settings.maxBufferedBytes,
             maxRecordBytes: settings.messageLimits.maxRetainedBytes, batchSize: settings.batchSize)
@@ -247,8 +254,8 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         intake.apply { $0.laneStopped() }
     }
 
-    /// The injected clock's wall time in milliseconds, the unit of the broker's create timestamps.
-    private func wallMilliseconds() -> Int64 { processors[0].verifier.clock.now().microseconds / 1000 }
+    /// The clock's wall time in milliseconds, the unit of the broker's create timestamps.
+    private func wallMilliseconds() -> Int64 { clock.now().microseconds / 1000 }
 
     /// A stage that began at `startMs` (a message's create time, the producer's wall clock, or when it was
     /// consumed); none without one, and a start ahead of `now` counts zero.
