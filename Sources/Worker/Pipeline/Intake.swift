@@ -85,12 +85,17 @@ final class Intake: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         condition.lock()
         machine.revoking(partitions)
-        while machine.hasInBatch(partitions), condition.wait(until: deadline) {}
-        let drained = !machine.hasInBatch(partitions)
-        let store = machine.revoked(partitions)
-        condition.unlock()
-        perform(store)
-        return drained
+        var timedOut = false
+        while true {
+            switch machine.revocation(of: partitions, timedOut: timedOut) {
+            case .wait:
+                timedOut = !condition.wait(until: deadline)
+            case .revoked(let drained, let actions):
+                condition.unlock()
+                perform(actions)
+                return drained
+            }
+        }
     }
 
     // MARK: Lanes
