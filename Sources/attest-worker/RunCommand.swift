@@ -245,7 +245,7 @@ enum RunCommand: Subcommand {
                 maxBufferedMessages: configuration.maxBufferedMessages, maxBufferedBytes: configuration.maxBufferedBytes,
                 messageLimits: .worker(maxMessageBytes: configuration.maxMessageBytes),
                 pauseAfterSeconds: configuration.pauseAfterSeconds),
-            processors: processors, logger: logger, metrics: metrics)
+            processors: processors, clock: verifier.clock, logger: logger, metrics: metrics)
 
         let events = try EventPublisher(
             settings: EventPublisher.Settings(topic: configuration.eventsTopic), conninfo: configuration.databaseURL,

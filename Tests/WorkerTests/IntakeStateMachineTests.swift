@@ -409,4 +409,102 @@ import Testing
         #expect(m.finalOffsets().isEmpty, "p0 was stored as it finished, p1 never")
         #expect(m.inFlight == 3, "p1's offsets stay unfinished for the next owner")
     }
+
+    // MARK: Flow and phase
+
+    @Test func theFlowGoesThroughEachOfItsTransitions() {
+        var m = machine(maxMessages: 8)
+        #expect(m.flow == .flowing)
+        let received = messages(p0, 0..<8)
+        _ = m.received(received)
+        #expect(m.pollRoom(now: t0) == .wait(until: t0 + .seconds(2)))
+        #expect(m.flow == .full(since: t0, wakeWanted: true), "flowing → full")
+        let batch = take(&m).batch
+        for message in batch { finish(&m, message) }
+        #expect(m.flow == .full(since: t0, wakeWanted: false), "woken once there is room for a batch")
+        #expect(m.pollRoom(now: t0 + .seconds(1)) == .room(4, then: []))
+        #expect(m.flow == .flowing, "full → flowing")
+        _ = m.received(messages(p0, 8..<12))
+        _ = m.pollRoom(now: t0 + .seconds(2))
+        #expect(m.pollRoom(now: t0 + .seconds(4)) == .room(0, then: [.pause([p0, p1])]))
+        #expect(m.flow == .paused(pauseAssigned: false), "full → paused")
+        let p2 = TopicPartition(topic: "jobs", partition: 2)
+        m.assigned([p2])
+        #expect(m.flow == .paused(pauseAssigned: true))
+        #expect(m.nextPoll() == .poll(then: [.pause([p0, p1, p2])]))
+        #expect(m.flow == .paused(pauseAssigned: false))
+        let rest = take(&m).batch + take(&m).batch
+        for message in rest.prefix(4) { finish(&m, message) }
+        #expect(m.flow == .flowing, "paused → flowing at half")
+    }
+
+    @Test func theShutdownGoesThroughEachPhaseOnce() {
+        var m = machine(lanes: 2)
+        #expect(m.phase == .running && !m.stopping)
+        _ = m.stop()
+        #expect(m.phase == .stopping && m.stopping)
+        _ = m.pollStopped()
+        #expect(m.phase == .draining(lanesRunning: 2) && !m.drained)
+        _ = m.laneStopped()
+        #expect(m.phase == .draining(lanesRunning: 1) && !m.drained)
+        _ = m.laneStopped()
+        #expect(m.phase == .draining(lanesRunning: 0) && m.drained)
+    }
+
+    /// A transition the threads never make (the poll thread ending twice, a lane ending before the
+    /// shutdown, a poll after the poll thread ended) traps rather than corrupting the counts.
+    @Test func illegalPhaseTransitionsTrap() async {
+        await #expect(processExitsWith: .failure) {
+            var m = IntakeStateMachineTests().machine()
+            _ = m.pollStopped()
+        }
+        await #expect(processExitsWith: .failure) {
+            var m = IntakeStateMachineTests().machine()
+            _ = m.stop()
+            _ = m.stop()
+        }
+        await #expect(processExitsWith: .failure) {
+            var m = IntakeStateMachineTests().machine()
+            _ = m.stop()
+            _ = m.laneStopped()
+        }
+        await #expect(processExitsWith: .failure) {
+            var m = IntakeStateMachineTests().machine()
+            _ = m.stop()
+            _ = m.pollStopped()
+            _ = m.laneStopped()
+            _ = m.laneStopped()
+        }
+        await #expect(processExitsWith: .failure) {
+            let tests = IntakeStateMachineTests()
+            var m = tests.machine()
+            _ = m.stop()
+            _ = m.pollStopped()
+            _ = m.received([tests.message(tests.p0, 0)])
+        }
+    }
+
+    @Test func aRevocationWaitsForItsBatchUntilItTimesOut() {
+        var m = machine(batchSize: 2)
+        let batch = messages(p0, 0..<2)
+        _ = m.received(batch)
+        _ = take(&m)
+        m.revoking([p0])
+        #expect(m.revocation(of: [p0], timedOut: false) == .wait)
+        #expect(stored(finish(&m, batch[1])).isEmpty)
+        #expect(m.revocation(of: [p0], timedOut: false) == .wait, "0 is still in its batch")
+        #expect(m.revocation(of: [p0], timedOut: true) == .revoked(drained: false, then: []), "given up; nothing finished to store")
+        #expect(m.inFlight == 0 && m.hasInBatch([p0]))
+    }
+
+    @Test func aRevocationEndsOnceItsBatchIsAcknowledged() {
+        var m = machine(batchSize: 2)
+        let batch = messages(p0, 0..<2)
+        _ = m.received(batch)
+        _ = take(&m)
+        m.revoking([p0])
+        #expect(stored(finish(&m, batch[1])).isEmpty && stored(finish(&m, batch[0])) == [p0: 2])
+        #expect(m.revocation(of: [p0], timedOut: false) == .revoked(drained: true, then: []), "stored as they finished")
+        #expect(m.inFlight == 0 && !m.hasInBatch([p0]))
+    }
 }

@@ -199,7 +199,7 @@ import Testing
     }
 
     @Test func deliveriesAreRetriedDoublingUpToTheirCap() {
-        var retry = WorkerService.deliveryBackoff
+        var retry = OutboundPublisher.deliveryBackoff
         let waits = (0..<8).map { _ in retry.next() }
         #expect(waits == [100, 200, 400, 800, 1600, 3200, 5000, 5000].map(Duration.milliseconds))
     }

@@ -35,8 +35,9 @@ import Testing
             let lines = Mutex<[String]>([])
             let logger = Logger(level: .info) { line in lines.withLock { $0.append(line) } }
             let metrics = WorkerMetrics()
+            let clock = FixedClock(Timestamp(seconds: 1_777_000_000))
             let processor = BatchProcessor(
-                verifier: JobVerifier(trust: BatchProcessorTests.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))),
+                verifier: JobVerifier(trust: BatchProcessorTests.trust, clock: clock),
                 store: FakeStore(), devices: DeviceCache(),
                 settings: BatchProcessor.Settings(verdictsTopic: "verdicts", deadLetterTopic: dead), metrics: metrics, logger: logger)
             var consumer = Self.properties(cluster.bootstrapServers)
@@ -46,7 +47,7 @@ import Testing
                 settings: WorkerService.Settings(
                     topics: [jobs], consumerProperties: consumer, producerProperties: Self.properties(cluster.bootstrapServers),
                     batchSize: 16, maxBufferedMessages: 64, messageLimits: .worker(maxMessageBytes: 256 * 1024)),
-                processors: [processor], logger: logger, metrics: metrics)
+                processors: [processor], clock: clock, logger: logger, metrics: metrics)
             let services = ServiceGroup(service.services, shutdownTimeout: .seconds(86_400))
             let stopped = Mutex(false)
             Thread.detachNewThread {

@@ -5,9 +5,11 @@ import KafkaClient
 /// without its verdict in PostgreSQL and its publication acknowledged), the lanes' buffers and what they
 /// hold in messages and bytes, pause/resume, assignment and shutdown.
 ///
-/// Pure: no librdkafka, no clock (instants are passed in), no locking (``WorkerService`` holds it under
-/// its lock). Each transition returns the ``Action``s its caller carries out after unlocking, so every
-/// rule here runs in a unit test.
+/// Pure: no librdkafka, no clock (instants are passed in), no locking (``Intake`` holds it under its
+/// lock). Each transition returns the ``Action``s its caller carries out after unlocking, so every rule
+/// here runs in a unit test. Where the records' flow and the shutdown stand are each one ``Flow`` and one
+/// ``Phase``, and a transition the threads can never make legally (polling after the poll thread ended,
+/// a lane ending before the shutdown) traps: it would mean a broken worker, not a state to recover from.
 struct IntakeStateMachine {
     /// What the threads do for the machine, outside the lock.
     enum Action: Equatable {
@@ -31,6 +33,36 @@ struct IntakeStateMachine {
     enum PollRoom: Equatable {
         case room(Int, then: [Action])
         case wait(until: ContinuousClock.Instant)
+    }
+
+    /// What the revoking poll thread does next.
+    enum RevokeStep: Equatable {
+        /// Jobs of the partitions are still in batches: wait for an acknowledgement, up to the deadline.
+        case wait
+        /// Given up: the finished prefixes to store; `drained` unless the deadline left jobs in batches
+        /// (the next owner redelivers them).
+        case revoked(drained: Bool, then: [Action])
+    }
+
+    /// How records flow in: one value, so that the pause and the wait for room cannot contradict each other.
+    enum Flow: Equatable {
+        /// Polling what the buffer has room for.
+        case flowing
+        /// The buffer was full at `since`: the poll thread waits for room until `since + pauseAfter`, and
+        /// wants waking (`wakeWanted`) until an acknowledgement makes room for a batch.
+        case full(since: ContinuousClock.Instant, wakeWanted: Bool)
+        /// The partitions are paused until the buffer is down to half; `pauseAssigned`: partitions assigned
+        /// since are paused before the next poll.
+        case paused(pauseAssigned: Bool)
+    }
+
+    /// Where the shutdown stands; each phase follows the one before, once.
+    enum Phase: Equatable {
+        case running
+        /// Asked to stop: the poll thread ends at its next step, the lanes still take what is buffered.
+        case stopping
+        /// The poll thread has ended, so nothing more is buffered: a lane exits once its buffer is empty.
+        case draining(lanesRunning: Int)
     }
 
     /// What a lane does next.
@@ -104,16 +136,8 @@ struct IntakeStateMachine {
     /// assigned again, its jobs still queue behind that batch).
     private var lanes: [TopicPartition: Int] = [:]
     private var revokingPartitions: Set<TopicPartition> = []
-    private var paused = false
-    /// The poll thread found the buffer full at this instant and waits for room, up to `pauseAfter`.
-    private var fullSince: ContinuousClock.Instant?
-    /// The poll thread waits to be woken for room.
-    private var roomWanted = false
-    /// Partitions assigned while paused are paused by the poll thread before its next poll.
-    private var pauseNewlyAssigned = false
-    private(set) var stopping = false
-    private var pollHasStopped = false
-    private var lanesRunning: Int
+    private(set) var flow = Flow.flowing
+    private(set) var phase = Phase.running
 
     init(lanes: Int, bounds: IntakeBounds, pauseAfter: Duration) {
         precondition(lanes > 0, "at least one lane")
@@ -121,17 +145,16 @@ struct IntakeStateMachine {
         self.pauseAfter = pauseAfter
         buffers = Array(repeating: [], count: lanes)
         bufferStarts = Array(repeating: 0, count: lanes)
-        lanesRunning = lanes
     }
 
     // MARK: Poll thread
 
     /// Before each poll: stop once stopping, else pause what was assigned while paused.
     mutating func nextPoll() -> PollStep {
-        guard !stopping else { return .stop }
-        let pause = pauseNewlyAssigned && paused ? sorted(assignedPartitions) : []
-        pauseNewlyAssigned = false
-        return .poll(then: pause.isEmpty ? [] : [.pause(pause)])
+        guard phase == .running else { return .stop }
+        guard case .paused(pauseAssigned: true) = flow else { return .poll(then: []) }
+        flow = .paused(pauseAssigned: false)
+        return .poll(then: assignedPartitions.isEmpty ? [] : [.pause(sorted(assignedPartitions))])
     }
 
     /// While the buffer is full, the poll thread waits for acknowledgements to make room for a batch, up
@@ -140,27 +163,25 @@ struct IntakeStateMachine {
     /// events only). Until then librdkafka's bounded prefetch holds what follows, which pausing would
     /// discard.
     mutating func pollRoom(now: ContinuousClock.Instant) -> PollRoom {
-        guard !stopping && !paused && bounds.isFull(messages: count, bytes: bytes) else {
-            fullSince = nil
-            roomWanted = false
-            return .room(paused ? 0 : bounds.room(messages: count, bytes: bytes), then: [])
+        if isPaused { return .room(0, then: []) }
+        guard phase == .running && bounds.isFull(messages: count, bytes: bytes) else {
+            flow = .flowing
+            return .room(bounds.room(messages: count, bytes: bytes), then: [])
         }
-        let since = fullSince ?? now
-        fullSince = since
+        let since = if case .full(let since, _) = flow { since } else { now }
         let deadline = since + pauseAfter
         guard now >= deadline else {
-            roomWanted = true
+            flow = .full(since: since, wakeWanted: true)
             return .wait(until: deadline)
         }
-        fullSince = nil
-        roomWanted = false
-        paused = true
+        flow = .paused(pauseAssigned: false)
         return .room(0, then: assignedPartitions.isEmpty ? [] : [.pause(sorted(assignedPartitions))])
     }
 
     /// A poll's messages, buffered for their lanes; those of partitions being revoked are dropped (the
     /// next owner gets them).
     mutating func received(_ messages: [KafkaMessage]) -> [Action] {
+        precondition(!isDraining, "a poll after the poll thread ended")
         guard !messages.isEmpty else { return [] }
         for message in messages where !revokingPartitions.contains(message.topicPartition) {
             ledgers[message.topicPartition, default: Ledger()].pending.append(message.offset)
@@ -171,7 +192,8 @@ struct IntakeStateMachine {
     }
 
     mutating func pollStopped() -> [Action] {
-        pollHasStopped = true
+        precondition(phase == .stopping, "the poll thread ended while \(phase)")
+        phase = .draining(lanesRunning: buffers.count)
         return [.wakeWaiters]
     }
 
@@ -199,7 +221,7 @@ struct IntakeStateMachine {
     /// Up to `bounds.batchSize` of the lane's buffered messages; exit once stopping and drained.
     mutating func takeBatch(lane: Int) -> LaneStep {
         let start = bufferStarts[lane]
-        guard buffers[lane].count > start else { return stopping && pollHasStopped ? .exit : .wait }
+        guard buffers[lane].count > start else { return isDraining ? .exit : .wait }
         let end = min(buffers[lane].count, start + bounds.batchSize)
         let batch = Array(buffers[lane][start..<end])
         bufferStarts[lane] = end
@@ -222,8 +244,8 @@ struct IntakeStateMachine {
         ledgers[partition]?.finish(offset)
         leaveBatch(partition, count: 1, bytes: retainedBytes)
         var actions: [Action] = [.wakeWaiters]
-        if roomWanted && bounds.wakes(messages: count, bytes: bytes) {
-            roomWanted = false
+        if case .full(let since, wakeWanted: true) = flow, bounds.wakes(messages: count, bytes: bytes) {
+            flow = .full(since: since, wakeWanted: false)
             actions.append(.wakePoller)
         }
         actions += resumeIfHalf()
@@ -248,7 +270,10 @@ struct IntakeStateMachine {
     }
 
     mutating func laneStopped() -> [Action] {
-        lanesRunning -= 1
+        guard case .draining(let lanesRunning) = phase, lanesRunning > 0 else {
+            preconditionFailure("a lane ended while \(phase)")
+        }
+        phase = .draining(lanesRunning: lanesRunning - 1)
         return [.wakeWaiters]
     }
 
@@ -265,8 +290,8 @@ struct IntakeStateMachine {
     /// keeps the count high after the buffers have emptied, and then only an acknowledgement can bring
     /// it down.
     private mutating func resumeIfHalf() -> [Action] {
-        guard paused && bounds.resumes(messages: count, bytes: bytes) else { return [] }
-        paused = false
+        guard isPaused && bounds.resumes(messages: count, bytes: bytes) else { return [] }
+        flow = .flowing
         return assignedPartitions.isEmpty ? [] : [.resume(sorted(assignedPartitions))]
     }
 
@@ -276,7 +301,7 @@ struct IntakeStateMachine {
         assignedPartitions.formUnion(partitions)
         for partition in sorted(Set(partitions)) { _ = laneTaking(partition) }
         revokingPartitions.subtract(partitions)
-        pauseNewlyAssigned = paused
+        if isPaused { flow = .paused(pauseAssigned: true) }
     }
 
     /// First step of a revocation: the partitions' buffered messages are dropped (the next owner gets
@@ -289,6 +314,13 @@ struct IntakeStateMachine {
             bufferStarts[lane] = 0
         }
         bufferedBytes = buffers.reduce(0) { $0 + $1.reduce(0) { $0 + $1.retainedBytes } }
+    }
+
+    /// While revoking: wait as long as the partitions have jobs in batches and `timedOut` is false, then revoke.
+    mutating func revocation(of partitions: [TopicPartition], timedOut: Bool) -> RevokeStep {
+        let drained = !hasInBatch(partitions)
+        guard drained || timedOut else { return .wait }
+        return .revoked(drained: drained, then: revoked(partitions))
     }
 
     func hasInBatch(_ partitions: [TopicPartition]) -> Bool {
@@ -314,12 +346,19 @@ struct IntakeStateMachine {
     // MARK: Shutdown
 
     mutating func stop() -> [Action] {
-        stopping = true
+        precondition(phase == .running, "a second stop")
+        phase = .stopping
         return [.wakeWaiters, .wakePoller]
     }
 
+    var stopping: Bool { phase != .running }
+
     /// Polling and lanes have stopped and every job taken is acknowledged or abandoned.
-    var drained: Bool { pollHasStopped && lanesRunning == 0 && unacknowledged == 0 }
+    var drained: Bool { phase == .draining(lanesRunning: 0) && unacknowledged == 0 }
+
+    private var isDraining: Bool {
+        if case .draining = phase { true } else { false }
+    }
 
     /// The final offsets, stored before the last commit.
     mutating func finalOffsets() -> [Action] {
@@ -336,7 +375,9 @@ struct IntakeStateMachine {
     var count: Int { zip(buffers, bufferStarts).reduce(0) { $0 + $1.0.count - $1.1 } + unacknowledged }
     /// The same in bytes.
     var bytes: Int { bufferedBytes + unacknowledgedBytes }
-    var isPaused: Bool { paused }
+    var isPaused: Bool {
+        if case .paused = flow { true } else { false }
+    }
 
     /// Per partition, the next offset after the finished prefix, when it moved since it was last taken.
     private mutating func takeCommittable() -> [TopicPartition: Int64] {

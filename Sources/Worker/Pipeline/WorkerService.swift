@@ -1,30 +1,19 @@
 import AttestCore
-import AttestJobs
-import Durations
-import Foundation
 import KafkaClient
 import Lifecycle
 import Observability
-import PostgresClient
-import Synchronization
 
-/// The running worker: a dedicated Kafka poll thread feeding bounded buffers, batch threads that decide
-/// and store (`BatchProcessor`), an idempotent producer publishing verdicts, and per-partition offset
-/// tracking that stores only the finished prefix: nothing is acknowledged before its verdict is in
-/// PostgreSQL and its publication is acknowledged by the broker.
-///
-/// Each batch thread (lane) owns a processor with its own database connection and serves a fixed share of
-/// the partitions, so while one lane waits for PostgreSQL to store its batch another decides: a key's jobs
-/// stay in one partition, hence in one lane and in order, and lanes race only as separate workers would,
-/// which the store's compare-and-set already settles.
-///
-/// All intake state is one ``IntakeStateMachine`` behind a condition lock (which the threads also wait
-/// on); its transitions return the Kafka calls and wake-ups to make, carried out outside the lock.
+/// The running worker, composed of the ``IntakeLoop`` (a dedicated Kafka poll thread feeding bounded
+/// buffers, and the rebalance delegate), the ``LaneRunner`` (batch threads that decide and store), and the
+/// ``OutboundPublisher`` (an idempotent producer publishing verdicts), around one ``Intake`` whose
+/// per-partition offset tracking stores only the finished prefix: nothing is acknowledged before its
+/// verdict is in PostgreSQL and its publication is acknowledged by the broker. Lanes race only as
+/// separate workers would, which the store's compare-and-set already settles.
 ///
 /// The worker is four components of a ``ServiceGroup`` (``services``), so its shutdown is the group's
 /// reverse order: polling stops, the lanes drain, the consumer stores and commits its final offsets and
 /// leaves the group, the producer flushes.
-public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
+public final class WorkerService: Sendable {
     public struct Settings: Sendable {
         public var topics: [String]
         public var consumerProperties: [String: String]
@@ -58,43 +47,32 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
         }
     }
 
-    private let settings: Settings
-    private let processors: [BatchProcessor]
+    private let intake: Intake
+    private let loop: IntakeLoop
+    private let lanes: LaneRunner
+    private let publisher: OutboundPublisher
     private let logger: Logger
-    private let metrics: WorkerMetrics
-    private let producer: KafkaProducer
-    private var consumer: KafkaConsumer!
-    /// Set by the components' starts, joined by their stops (the group calls them one at a time).
-    private var pollThread: JoinableThread?
-    private var laneThreads: [JoinableThread] = []
-    /// Ends the group when the producer fails fatally (set when the producer component starts).
-    private let failed = Mutex<(@Sendable (any Error) -> Void)?>(nil)
-    /// Publications that must not be made on the delivery thread, or after a backoff; part of the
-    /// producer component.
-    private let deferred = DeferredWork(name: "publish-retry")
 
-    /// Guarded by `condition`, whose waiters are woken by `.wakeWaiters`.
-    private var machine: IntakeStateMachine
-    private let condition = NSCondition()
-    /// The poll thread waits on it for room in the buffer (`.wakePoller`).
-    private let roomFreed = DispatchSemaphore(value: 0)
-
-    /// - Parameter processors: one per lane, each with its own store connection.
-    public init(settings: Settings, processors: [BatchProcessor], logger: Logger, metrics: WorkerMetrics) throws(KafkaError) {
+    /// - Parameters:
+    ///   - processors: one per lane, each with its own store connection.
+    ///   - clock: the wall clock the broker's create timestamps are compared with (the verifier's, in the worker).
+    public init(
+        settings: Settings, processors: [BatchProcessor], clock: any Clock, logger: Logger, metrics: WorkerMetrics
+    ) throws(KafkaError) {
         precondition(!processors.isEmpty, "at least one batch processor")
-        self.settings = settings
-        self.processors = processors
         let bounds = IntakeBounds(
             maxMessages: settings.maxBufferedMessages, maxBytes: settings.maxBufferedBytes,
             maxRecordBytes: settings.messageLimits.maxRetainedBytes, batchSize: settings.batchSize)
-        machine = IntakeStateMachine(lanes: processors.count, bounds: bounds, pauseAfter: .seconds(settings.pauseAfterSeconds))
+        intake = Intake(
+            IntakeStateMachine(lanes: processors.count, bounds: bounds, pauseAfter: .seconds(settings.pauseAfterSeconds)),
+            logger: logger)
+        let stages = StageClock(clock: clock, metrics: metrics)
+        publisher = try OutboundPublisher(
+            properties: settings.producerProperties, intake: intake, deadLetters: processors[0], logger: logger, metrics: metrics)
+        lanes = LaneRunner(
+            processors: processors, intake: intake, publisher: publisher, stages: stages, logger: logger, metrics: metrics)
+        loop = IntakeLoop(settings: settings, intake: intake, stages: stages, logger: logger, metrics: metrics)
         self.logger = logger
-        self.metrics = metrics
-        producer = try KafkaProducer(properties: settings.producerProperties) { error in
-            metrics.errors.labels(["producer"]).increment()
-            if error.isFatal { metrics.readiness.markNotReady(.broker, .producerError(error.name)) }
-            logger.warning("producer error", [("error", .string(error.description))])
-        }
     }
 
     /// The worker's components in start order; a ``ServiceGroup`` stops them in reverse.
@@ -106,438 +84,30 @@ public final class WorkerService: KafkaRebalanceDelegate, @unchecked Sendable {
     /// - poll: the poll thread; stopped first, which also cancels the lanes' database retries.
     public var services: [any Service] {
         [
-            ClosureService("producer", start: { [self] failed in
-                self.failed.withLock { $0 = failed }
-                deferred.start()
-            }, stop: { [self] in closeProducer($0) }),
-            ClosureService("consumer", start: { [self] _ in try subscribe() }, stop: { [self] _ in leave() }),
-            ClosureService("lanes", start: { [self] _ in startLanes() }, stop: { [self] _ in drainLanes() }),
-            ClosureService("poll", start: { [self] _ in startPolling() }, stop: { [self] _ in stopPolling() }),
+            ClosureService("producer", start: { [self] failed in publisher.start(failed: failed) }, stop: { [self] deadline in
+                publisher.close(deadline)
+                logger.info("worker stopped")
+            }),
+            ClosureService("consumer", start: { [self] _ in try loop.subscribe() }, stop: { [self] _ in loop.leave() }),
+            ClosureService("lanes", start: { [self] _ in lanes.start() }, stop: { [self] _ in
+                if !loop.isPolling {
+                    // The shutdown came before polling started: nothing more will be polled.
+                    stop()
+                    intake.apply { $0.pollStopped() }
+                }
+                lanes.drain()
+            }),
+            ClosureService("poll", start: { [self] _ in loop.startPolling() }, stop: { [self] _ in
+                stop()
+                loop.joinPolling()
+            }),
         ]
-    }
-
-    private func subscribe() throws(KafkaError) {
-        let (metrics, logger) = (self.metrics, self.logger)
-        consumer = try KafkaConsumer(
-            properties: settings.consumerProperties, topics: settings.topics, delegate: self, limits: settings.messageLimits
-        ) { error in
-            metrics.readiness.markNotReady(.broker, .consumerError(error.name))
-            logger.warning("consumer error", [("error", .string(error.description))])
-        }
-        metrics.readiness.markReady(.broker)
-        // Weak: the registry holds this closure, and the service holds the registry through its metrics.
-        metrics.registry.onCollect { [weak self] in
-            guard let self else { return }
-            let metrics = self.metrics  // not the enclosing `metrics`, which the closure would hold strongly
-            let inFlight = locked { $0.inFlight }
-            metrics.inFlight.set(Double(inFlight))
-            // Unknown (no statistics yet, or a document that did not parse): the last figures stay.
-            if let lag = consumer.storedLag() { metrics.recordLag(lag) }
-            if let sent = consumer.requestCounts() { metrics.recordRequests(client: "consumer", sent) }
-            if let sent = self.producer.requestCounts() { metrics.recordRequests(client: "producer", sent) }
-        }
-    }
-
-    private func startLanes() {
-        laneThreads = processors.indices.map { lane in JoinableThread(name: "batch-\(lane)") { [self] in batchLoop(lane: lane) } }
-    }
-
-    private func startPolling() {
-        pollThread = JoinableThread(name: "kafka-poll") { [self] in pollLoop() }
-        logger.info("worker started", [("topics", .array(settings.topics.map(JSONValue.string)))])
-    }
-
-    /// Stops polling (the first step of the shutdown) and joins the poll thread.
-    private func stopPolling() {
-        stop()
-        pollThread?.join()
-        metrics.readiness.markNotReady(.broker, .stopping)
-    }
-
-    /// Waits until the lanes have finished the buffered jobs and every publication is acknowledged, then
-    /// joins them. A lane held by PostgreSQL holds this stop past the deadline, where the group gives up
-    /// naming the lanes, so no offset is stored after the deadline.
-    private func drainLanes() {
-        if pollThread == nil {
-            // The shutdown came before polling started: nothing more will be polled.
-            stop()
-            apply { $0.pollStopped() }
-        }
-        condition.lock()
-        while !machine.drained { condition.wait() }
-        condition.unlock()
-        for thread in laneThreads { thread.join() }
-    }
-
-    /// Stores the offsets finished so far, commits them and leaves the group.
-    private func leave() {
-        let store = locked { $0.finalOffsets() }
-        perform(store)
-        do {
-            try consumer.commitSync()
-        } catch {
-            logger.warning("final commit failed", [("error", .string(error.description))])
-        }
-        consumer.close()
-    }
-
-    /// Flushes what is still queued (at most 5 s, and not past the deadline), then closes, which ends a
-    /// publication waiting for room, and drops the deferred ones (nothing is left once drained).
-    private func closeProducer(_ deadline: ContinuousClock.Instant) {
-        let left = max(.zero, min(.seconds(5), deadline - .now))
-        producer.close(timeoutMs: Int32(left.wholeMilliseconds))
-        deferred.stop()
-        logger.info("worker stopped")
     }
 
     /// Stops polling; a lane retrying an outage gives its batch up (redelivered later) instead of holding
     /// the shutdown.
     private func stop() {
-        apply { $0.stop() }
-        for processor in processors { processor.store.cancelRetries() }
-    }
-
-    // MARK: Poll thread
-
-    private func pollLoop() {
-        while case .poll(let actions) = locked({ $0.nextPoll() }) {
-            perform(actions)
-            let room = waitForRoom()
-            var messages = consumer.poll(max: max(1, min(1000, room)), timeoutMs: 100)
-            guard !messages.isEmpty else { continue }
-            metrics.readiness.markReady(.broker)
-            let consumedMs = wallMilliseconds()
-            for i in messages.indices {
-                messages[i].consumedMs = consumedMs
-                metrics.consumed.labels([messages[i].topic]).increment()
-                observeStage("broker", since: messages[i].timestampMs, now: consumedMs)
-            }
-            apply { $0.received(messages) }
-        }
-        apply { $0.pollStopped() }
-    }
-
-    /// How many messages the buffer can take, once the machine says so (``IntakeStateMachine/pollRoom(now:)``
-    /// waits for the lanes while the buffer is full, then pauses).
-    private func waitForRoom() -> Int {
-        var waited = false
-        while true {
-            switch locked({ $0.pollRoom(now: .now) }) {
-            case .room(let room, let actions):
-                if !actions.isEmpty { logger.debug("paused partitions", [("buffered", .int(Int64(settings.maxBufferedMessages)))]) }
-                perform(actions)
-                return room
-            case .wait(let deadline):
-                if !waited {
-                    logger.debug("buffer full; waiting for the lanes", [("limit", .int(Int64(settings.maxBufferedMessages)))])
-                    waited = true
-                }
-                _ = roomFreed.wait(timeout: .now() + (deadline - .now).timeInterval)
-            }
-        }
-    }
-
-    // MARK: Batch threads
-
-    private func batchLoop(lane: Int) {
-        // Lane 0's connection checked the schema at start: that time is no batch's.
-        _ = processors[lane].store.takeDatabaseTime()
-        while let batch = nextBatch(lane: lane) {
-            metrics.batchSize.observe(Double(batch.count))
-            let started = ContinuousClock.now
-            let startedMs = wallMilliseconds()
-            for message in batch { observeStage("buffer", since: message.consumedMs, now: startedMs) }
-            var timings = BatchTimings()
-            guard let outbound = processWithRetries(batch[...], processors[lane], &timings) else {
-                abandon(batch)
-                continue
-            }
-            let took = ContinuousClock.now - started
-            metrics.batchSeconds.observe(took)
-            metrics.batchDatabaseSeconds.observe(processors[lane].store.takeDatabaseTime())
-            // Each job waits for its whole batch: every stage is observed once per job.
-            let deciding = max(.zero, took - timings.reading - timings.storing)
-            for (stage, duration) in [("reading", timings.reading), ("deciding", deciding), ("storing", timings.storing)] {
-                let histogram = metrics.stageSeconds.labels([stage])
-                for _ in batch { histogram.observe(duration) }
-            }
-            let charged = outbound.map { out in
-                var out = out
-                out.charge = Outbound.chargeFor(out)
-                return out
-            }
-            apply { $0.charged(charged.reduce(0) { $0 + $1.charge }) }
-            for out in charged { publish(out) }
-        }
-        apply { $0.laneStopped() }
-    }
-
-    /// The injected clock's wall time in milliseconds, the unit of the broker's create timestamps.
-    private func wallMilliseconds() -> Int64 { processors[0].verifier.clock.now().microseconds / 1000 }
-
-    /// A stage that began at `startMs` (a message's create time, the producer's wall clock, or when it was
-    /// consumed); none without one, and a start ahead of `now` counts zero.
-    private func observeStage(_ stage: String, since startMs: Int64?, now: Int64) {
-        guard let startMs else { return }
-        metrics.stageSeconds.labels([stage]).observe(Double(max(0, now &- startMs)) / 1000)
-    }
-
-    /// Up to `batchSize` of the lane's buffered messages, waiting for them; nil once stopping and drained.
-    private func nextBatch(lane: Int) -> [KafkaMessage]? {
-        condition.lock()
-        while true {
-            switch machine.takeBatch(lane: lane) {
-            case .wait:
-                condition.wait()
-            case .exit:
-                condition.unlock()
-                return nil
-            case .process(let batch, let actions):
-                condition.unlock()
-                perform(actions)
-                return batch
-            }
-        }
-    }
-
-    /// Transient database failures (an outage, a read-only standby, a deadlock, a timeout) are retried
-    /// inside the store on fresh connections for as long as they last, so what reaches here is a value
-    /// PostgreSQL refuses, a shutdown, or a batch fault that retrying may cure (counter races that did not
-    /// settle), retried here with backoff. A refused value is isolated by halving the batch until the job
-    /// that brings it stands alone: that job is answered unstorable and dead-lettered
-    /// (``BatchProcessor/unstorable(_:_:)``), its neighbours are stored as usual. Nil when stopping: the
-    /// batch was not stored and is redelivered. Every attempt's reads and commits add to `timings`.
-    private func processWithRetries(
-        _ batch: ArraySlice<KafkaMessage>, _ processor: BatchProcessor, _ timings: inout BatchTimings
-    ) -> [Outbound]? {
-        var backoff = Backoff(initial: .milliseconds(50), cap: .seconds(2))
-        var attempts = 0
-        while true {
-            do {
-                return try processor.process(Array(batch), timings: &timings)
-            } catch {
-                if error.fault != .cancelled { metrics.errors.labels(["db"]).increment() }
-                switch error.fault {
-                case .cancelled:
-                    return nil
-                case .permanent where batch.count == 1:
-                    let message = batch.first!
-                    logger.error("the database refused a job; answered unstorable and dead-lettered", [
-                        ("topic", .string(message.topic)), ("partition", .int(Int64(message.partition))),
-                        ("offset", .int(message.offset)), ("error", .string(error.description)),
-                    ] + JobHeaders(message.headers).logFields)
-                    return [processor.unstorable(message, error)]
-                case .permanent:
-                    let middle = batch.startIndex + batch.count / 2
-                    guard let first = processWithRetries(batch[..<middle], processor, &timings),
-                        let second = processWithRetries(batch[middle...], processor, &timings)
-                    else { return nil }
-                    return first + second
-                case .transient:
-                    attempts += 1
-                    // Once, then every 15th attempt (about every 30 s at the 2 s cap), not at the retry rate.
-                    if attempts % 15 == 1 {
-                        logger.warning("batch failed; retrying", [
-                            ("error", .string(error.description)), ("jobs", .int(Int64(batch.count))), ("attempt", .int(Int64(attempts))),
-                        ])
-                    }
-                    guard sleepUnlessStopping(backoff.next()) else { return nil }
-                }
-            }
-        }
-    }
-
-    /// Waits `duration` unless the worker stops first; false when stopping.
-    private func sleepUnlessStopping(_ duration: Duration) -> Bool {
-        let deadline = ContinuousClock.now + duration
-        condition.lock()
-        defer { condition.unlock() }
-        while !machine.stopping, condition.wait(until: deadline) {}
-        return !machine.stopping
-    }
-
-    /// A batch given up at shutdown: no longer in flight, its offsets unfinished (the next owner redelivers).
-    private func abandon(_ batch: [KafkaMessage]) {
-        apply { $0.abandoned(batch) }
-    }
-
-    /// Publishes `out` until the broker acknowledges it. Every retry is counted and logged, with a capped
-    /// backoff: a full local queue (deliveries are being served), or a delivery that failed transiently. A
-    /// message the broker refuses for good (too large, invalid) is replaced by the smallest dead letter of
-    /// its original, so its offset still finishes; the producer closing ends the attempts (the offset is not
-    /// finished, so the message is redelivered).
-    private func publish(_ out: Outbound, retry: Backoff = WorkerService.deliveryBackoff) {
-        var queueFull = 0
-        var queueBackoff = Backoff(initial: .milliseconds(5), cap: .milliseconds(500))
-        while true {
-            let handed = ContinuousClock.now
-            do {
-                try producer.produce(
-                    topic: out.topic, partition: out.partition, key: out.key, value: out.value, headers: out.headers
-                ) { [self] result in
-                    switch result {
-                    case .success:
-                        if case .verdict = out.kind { metrics.stageSeconds.labels(["publish"]).observe(ContinuousClock.now - handed) }
-                        delivered(out)
-                    case .failure(let error): deliveryFailed(out, error, retry: retry)
-                    }
-                }
-                return
-            } catch {
-                if case .reply = out.kind, error.rejectsMessage || error.refusesDestination { return replyRefused(out, error) }
-                if error.rejectsMessage { return refused(out, error) }
-                if error.isFatal || error.code == KafkaError.Code.state {
-                    if error.isFatal {
-                        logger.error("producer failed fatally", [("error", .string(error.description))])
-                        failed.withLock { $0 }?(error)
-                    }
-                    return
-                }
-                queueFull += 1
-                metrics.publishRetries.labels([error.name]).increment()
-                if queueFull == 1 || queueFull % 100 == 0 {
-                    logger.warning("cannot queue a message; retrying", [
-                        ("error", .string(error.description)), ("attempt", .int(Int64(queueFull))), ("topic", .string(out.topic)),
-                    ])
-                }
-                Thread.sleep(forTimeInterval: queueBackoff.next().timeInterval)
-            }
-        }
-    }
-
-    /// `out` is acknowledged: the next of its chain is published, or the last one finishes the offset.
-    private func delivered(_ out: Outbound) {
-        guard !out.then.isEmpty else { return finished(out) }
-        var chained = out.then[0]
-        chained.then += out.then.dropFirst()
-        chained.charge = out.charge
-        let next = chained
-        // Not from the delivery callback: a full queue would wait for this very thread.
-        deferred.submit { [self] in publish(next) }
-    }
-
-    /// A reply the broker refuses (no such topic or partition, not allowed to write, too large): skipped,
-    /// logged and counted, never retried nor replaced, so a job naming a bad destination cannot hold its
-    /// partition; its verdict is already on the verdicts topic.
-    private func replyRefused(_ out: Outbound, _ error: KafkaError) {
-        metrics.repliesRefused.labels(["refused"]).increment()
-        let jobId = out.headers.first { $0.name == JobHeaders.jobId }.map { String(decoding: $0.value, as: UTF8.self) } ?? ""
-        logger.warning("no reply: the broker refused it", [
-            ("jobId", .string(jobId)), ("topic", .string(out.topic)), ("partition", out.partition.map { .int(Int64($0)) } ?? .null),
-            ("error", .string(error.description)),
-        ] + JobHeaders(out.original.headers).logFields)
-        delivered(out)
-    }
-
-    /// A delivery report's failure (on the producer's thread, which must not wait): refused for good, given
-    /// up because the producer is closing, or produced again after a capped backoff. A reply the broker
-    /// refuses is the job's producer's doing (it named the destination), counted as a refused reply and not
-    /// as a producer error, so naming missing topics cannot page the operator (AttestProducerErrors).
-    private func deliveryFailed(_ out: Outbound, _ error: KafkaError, retry: Backoff) {
-        if case .reply = out.kind, error.rejectsMessage || error.refusesDestination { return replyRefused(out, error) }
-        metrics.errors.labels(["producer"]).increment()
-        if error.rejectsMessage { return refused(out, error) }
-        if error.code == KafkaError.Code.purgedQueue || error.code == KafkaError.Code.purgedInFlight { return }
-        metrics.publishRetries.labels([error.name]).increment()
-        var next = retry
-        let delay = next.next().timeInterval
-        let retry = next
-        logger.warning("delivery failed; producing again", [
-            ("error", .string(error.description)), ("delayMs", .int(Int64(delay * 1000))),
-            ("topic", .string(out.topic)),
-        ] + JobHeaders(out.original.headers).logFields)
-        deferred.submit(after: .seconds(delay)) { [self] in publish(out, retry: retry) }
-    }
-
-    /// The broker (or librdkafka's own size check) refused `out` for good: publish the smallest dead letter
-    /// of its original instead, once; if even that is refused, the offset finishes without one (logged).
-    private func refused(_ out: Outbound, _ error: KafkaError) {
-        metrics.publishRefused.labels([error.name]).increment()
-        let fields: [(String, JSONValue)] = [
-            ("error", .string(error.description)), ("topic", .string(out.topic)), ("bytes", .int(Int64(out.value.count))),
-            ("sourceTopic", .string(out.source.topic)), ("sourcePartition", .int(Int64(out.source.partition))),
-            ("sourceOffset", .int(out.sourceOffset)),
-        ] + JobHeaders(out.original.headers).logFields
-        if case .smallestDeadLetter = out.kind {
-            logger.error("the broker refused the smallest dead letter; the message is skipped", fields)
-            finished(out)
-            return
-        }
-        logger.error("the broker refused the message; publishing the smallest dead letter instead", fields)
-        // Not on the delivery thread, which must keep serving reports for the local queue to drain.
-        var letter = processors[0].smallestDeadLetter(replacing: out, error: error.name)
-        letter.charge = out.charge
-        let replacement = letter
-        deferred.submit { [self] in publish(replacement) }
-    }
-
-    /// Failed deliveries of one message are produced again after 100 ms, doubling up to 5 s.
-    static let deliveryBackoff = Backoff(initial: .milliseconds(100), cap: .seconds(5))
-
-
-    /// The broker acknowledged the message published for `out.source`/`out.sourceOffset`.
-    private func finished(_ out: Outbound) {
-        apply { $0.finished(out.source, offset: out.sourceOffset, retainedBytes: out.original.retainedBytes + out.charge) }
-    }
-
-    /// Runs a transition under the lock, then carries out its actions outside it (the consumer's calls are
-    /// thread-safe); `.wakeWaiters` is a broadcast under the lock.
-    private func apply(_ transition: (inout IntakeStateMachine) -> [IntakeStateMachine.Action]) {
-        condition.lock()
-        let actions = transition(&machine)
-        if actions.contains(.wakeWaiters) { condition.broadcast() }
-        condition.unlock()
-        perform(actions)
-    }
-
-    /// A transition whose answer the caller acts on, or a reading, under the lock.
-    private func locked<T>(_ body: (inout IntakeStateMachine) -> T) -> T {
-        condition.lock()
-        defer { condition.unlock() }
-        return body(&machine)
-    }
-
-    private func perform(_ actions: [IntakeStateMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .pause(let partitions): consumer.pause(partitions)
-            case .resume(let partitions): consumer.resume(partitions)
-            case .storeOffsets(let offsets): store(offsets)
-            case .wakePoller: roomFreed.signal()
-            case .wakeWaiters: break  // under the lock, by `apply`
-            }
-        }
-    }
-
-    private func store(_ offsets: [TopicPartition: Int64]) {
-        do {
-            try consumer.storeOffsets(offsets)
-        } catch {
-            // Offsets of partitions no longer assigned cannot be stored; the next owner redelivers.
-            logger.debug("offsets not stored", [("error", .string(error.description))])
-        }
-    }
-
-    // MARK: Rebalance (poll thread, inside librdkafka's callback)
-
-    public func partitionsAssigned(_ partitions: [TopicPartition]) {
-        locked { $0.assigned(partitions) }
-        logger.info("partitions assigned", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
-    }
-
-    /// Drops buffered messages of the revoked partitions (the next owner gets them), waits for the ones in
-    /// the current batch to be stored and acknowledged, then stores the final offsets; the wrapper commits
-    /// them before the partitions are given up.
-    public func partitionsRevoked(_ partitions: [TopicPartition]) {
-        let deadline = ContinuousClock.now + .seconds(settings.revokeTimeoutSeconds)
-        condition.lock()
-        machine.revoking(partitions)
-        while machine.hasInBatch(partitions), condition.wait(until: deadline) {}
-        let drained = !machine.hasInBatch(partitions)
-        let store = machine.revoked(partitions)
-        condition.unlock()
-        perform(store)
-        if !drained { logger.warning("revoked partitions before their jobs finished; they will be redelivered") }
-        logger.info("partitions revoked", [("partitions", .array(partitions.map { .string("\($0.topic)/\($0.partition)") }))])
+        intake.apply { $0.stop() }
+        lanes.cancelRetries()
     }
 }
