@@ -2,27 +2,36 @@ import DeviceIntelligence
 import PostgresClient
 
 /// How a batch's `IntelligenceChange`s join its commit, after its verdicts and inside its transaction:
-/// the risk rows that change (``DeviceRiskTable/Upsert``), then the month's counts
+/// the risk rows that change (``DeviceRiskTable/Upserts``), then the month's counts
 /// (``MonthlyCountsTable/Count``), each with the events outbox rows it causes (``EventsTable``). Each
 /// write is conditioned on its decision's verdict having been stored by this transaction, so a
 /// redelivered job (whose verdict already exists) neither counts its device again nor moves its history
 /// nor writes its events again.
 enum IntelligenceWrites {
-    /// Appends the batch's intelligence writes to `pipeline`: risk rows in (app, identity) order so two
-    /// workers cannot deadlock on them, a row's own decisions in batch order since a device's later
-    /// decisions build on the row its earlier ones leave. Returns where the quota crossings are read,
-    /// nil when no decision counts a device.
+    /// Appends the batch's intelligence writes to `pipeline`: the risk rows in rounds, each one set-based
+    /// statement (and its category changes) over distinct devices in (app, identity) order so two workers
+    /// cannot deadlock on them: every device's first write, then the second of those that have two, …, so a
+    /// device's later decisions build on the row its earlier ones leave, in batch order. Most batches are
+    /// one round: a few statements whatever their size. Returns where the quota crossings are read, nil when
+    /// no decision counts a device.
     static func append(_ decisions: [Decision], to pipeline: inout PGPipeline) -> PGPipeline.Handle<[QuotaCrossing]>? {
-        let scored = decisions.indices.sorted { a, b in
-            let (x, y) = (decisions[a].intelligence?.device, decisions[b].intelligence?.device)
-            let keys = ((x?.teamId ?? "", x?.bundleId ?? "", x?.identity.value ?? ""), (y?.teamId ?? "", y?.bundleId ?? "", y?.identity.value ?? ""))
+        let scored = decisions.indices.filter { DeviceRiskTable.Upserts.writes(decisions[$0]) }.sorted { a, b in
+            let (x, y) = (decisions[a].intelligence!.device, decisions[b].intelligence!.device)
+            let keys = ((x.teamId, x.bundleId, x.identity.value), (y.teamId, y.bundleId, y.identity.value))
             return keys.0 == keys.1 ? a < b : keys.0 < keys.1
         }
+        var rounds = [[Decision]]()
+        var writes = [AppDevice: Int]()
         for index in scored {
-            guard let upsert = DeviceRiskTable.Upsert(decisions[index]) else { continue }
-            // The events outbox: a category change this decision makes, read before its upsert moves the row.
-            if let change = EventsTable.RiskCategoryChange(decisions[index]) { pipeline.append(change) }
-            pipeline.append(upsert)
+            let device = decisions[index].intelligence!.device
+            let round = writes[device, default: 0]
+            writes[device] = round + 1
+            if rounds.count == round { rounds.append([]) }
+            rounds[round].append(decisions[index])
+        }
+        for round in rounds {
+            pipeline.append(EventsTable.RiskCategoryChanges(round))
+            pipeline.append(DeviceRiskTable.Upserts(round))
         }
         let counted = decisions.indices.filter { decisions[$0].intelligence?.countsAsActive == true }
         guard !counted.isEmpty else { return nil }

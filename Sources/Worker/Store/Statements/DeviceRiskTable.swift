@@ -69,41 +69,50 @@ enum DeviceRiskTable {
         }
     }
 
-    /// The decision's `device_risk` upsert, its history applied as increments (the SQL twin of
+    /// The `device_risk` upserts of decisions of distinct devices (a batch's round: each device's first
+    /// write, then its second, …), each decision's history applied as increments (the SQL twin of
     /// `DeviceHistory.record`: failures add up within the failure window, and the first failure after it
-    /// opens a new one), and a risk history row when the score changes; both only if the decision's verdict
-    /// was stored by this transaction. One statement per decision that writes risk; the caller orders them
-    /// by row (see `AttestStore.commit`), a row's own decisions in batch order, since a device's later
-    /// decisions build on the row its earlier ones leave.
-    struct Upsert: PGCommandStatement {
+    /// opens a new one), and a risk history row where the score changes; each only if its decision's
+    /// verdict was stored by this transaction. One statement per round, its rows in (app, identity) order
+    /// so two workers cannot deadlock on them; a device's later decisions, in later rounds, build on the row
+    /// its earlier ones leave. The history row compares with the row as the statement found it (its CTEs
+    /// share one snapshot), before this round's upsert.
+    struct Upserts: PGCommandStatement {
         static let sql: String = {
-            let sameRow = "team_id = $2 AND bundle_id = $3 AND identity = $5"
             // The event counts a failure, and the failure window the row holds is still open at its receivedAt
             // (the twin of `DeviceHistory.failureWindowIsOpen`): a closed window's failures are replaced.
-            let failed = "($9::int + $10::int + $11::int) > 0"
+            let failed = "(EXCLUDED.failed_attestations + EXCLUDED.failed_assertions + EXCLUDED.counter_replays) > 0"
             let inWindow = "EXCLUDED.failure_window_start < r.failure_window_start + interval '\(DeviceHistory.failureWindowSeconds) seconds'"
             let failures = { (column: String) in
                 "\(column) = CASE WHEN NOT \(failed) THEN r.\(column) WHEN \(inWindow) THEN r.\(column) + EXCLUDED.\(column) ELSE EXCLUDED.\(column) END"
             }
             return
                 """
-                WITH v AS (
-                    SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND partition_at = $17::timestamptz
-                        AND \(DeviceRiskTable.insertedHere)),
+                WITH x AS (
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::int4[],
+                        $8::int4[], $9::int4[], $10::int4[], $11::int4[], $12::text[], $13::int4[], $14::int4[], $15::text[], $16::text[],
+                        $17::timestamptz[])
+                        AS x(job, team, bundle, received, identity, device_id, attested, new_key, failed_attestation, failed_assertion,
+                            counter_replay, environment, metric, score, category, factors, pat)),
+                v AS (
+                    SELECT x.* FROM x WHERE EXISTS (
+                        SELECT 1 FROM verdicts WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job
+                            AND partition_at = x.pat AND \(DeviceRiskTable.insertedHere))),
                 h AS (
                     INSERT INTO device_risk_history (team_id, bundle_id, identity, job_id, score, category, factors, scored_at)
-                    SELECT $2, $3, $5, $1, $14::int, $15, $16::jsonb, $4::timestamptz
-                    WHERE EXISTS (SELECT 1 FROM v) AND $14::int IS DISTINCT FROM (SELECT score FROM device_risk WHERE \(sameRow))
+                    SELECT v.team, v.bundle, v.identity, v.job, v.score, v.category, v.factors::jsonb, v.received FROM v
+                    WHERE v.score IS DISTINCT FROM (
+                        SELECT d.score FROM device_risk d WHERE d.team_id = v.team AND d.bundle_id = v.bundle AND d.identity = v.identity)
                     RETURNING 1),
                 r AS (
                     INSERT INTO device_risk AS r (team_id, bundle_id, identity, device_id, attestations, last_attestation_at,
                         keys, failed_attestations, failed_assertions, counter_replays, window_start, window_attestations,
                         receipt_risk_metric, environment, score, category, factors, updated_at, failure_window_start)
-                    SELECT $2, $3, $5, $6, $7::int, CASE WHEN $7::int = 1 THEN $4::timestamptz END,
-                        $8::int, $9::int, $10::int, $11::int, CASE WHEN $7::int = 1 THEN $4::timestamptz END,
-                        $7::int, $13::int, $12, $14::int, $15, $16::jsonb, $4::timestamptz,
-                        CASE WHEN \(failed) THEN $4::timestamptz END
-                    WHERE EXISTS (SELECT 1 FROM v)
+                    SELECT v.team, v.bundle, v.identity, v.device_id, v.attested, CASE WHEN v.attested = 1 THEN v.received END,
+                        v.new_key, v.failed_attestation, v.failed_assertion, v.counter_replay, CASE WHEN v.attested = 1 THEN v.received END,
+                        v.attested, v.metric, v.environment, v.score, v.category, v.factors::jsonb, v.received,
+                        CASE WHEN v.failed_attestation + v.failed_assertion + v.counter_replay > 0 THEN v.received END
+                    FROM v ORDER BY v.team, v.bundle, v.identity
                     ON CONFLICT (team_id, bundle_id, identity) DO UPDATE SET
                         attestations = r.attestations + EXCLUDED.attestations,
                         last_attestation_at = greatest(r.last_attestation_at, EXCLUDED.last_attestation_at),
@@ -127,21 +136,26 @@ enum DeviceRiskTable {
         }()
         let parameters: [PGValue]
 
-        /// Nil when the decision writes no risk (no intelligence, or nothing to change: see
-        /// `IntelligenceChange.writesRisk`).
-        init?(_ d: Decision) {
-            guard let c = d.intelligence, c.writesRisk, let receivedAt = d.receivedAt else { return nil }
-            let e = c.event
-            let flag = { (on: Bool) -> PGValue in .int(on ? 1 : 0) }
-            parameters = [
-                .text(d.jobId), .text(c.device.teamId), .text(c.device.bundleId), .text(receivedAt.rfc3339),
-                .text(c.device.identity.value), .text(c.deviceId), flag(e.attested), flag(e.newKey),
-                flag(e.failedAttestation), flag(e.failedAssertion), flag(e.counterReplay),
-                e.environment.map { .text($0.rawValue) } ?? .null, e.receiptRiskMetric.map { .int(Int64($0)) } ?? .null,
-                .int(Int64(c.assessment.score)), .text(c.riskCategory.rawValue), .json(c.assessment.factorsJSON.serialized()),
-                .text(d.storedPartitionAt.rfc3339),
+        /// - Precondition: every decision writes risk (``writes(_:)``), and no two are of one device.
+        init(_ decisions: [Decision]) {
+            let c = decisions.map { $0.intelligence! }
+            let flag = { (on: Bool) -> Int32? in on ? 1 : 0 }
+            let columns: [PGArray] = [
+                .text(decisions.map(\.jobId)), .text(c.map(\.device.teamId)), .text(c.map(\.device.bundleId)),
+                .timestamptz(unixMicroseconds: decisions.map { $0.receivedAt!.microseconds }), .text(c.map(\.device.identity.value)),
+                .text(c.map(\.deviceId)), .int4(c.map { flag($0.event.attested) }), .int4(c.map { flag($0.event.newKey) }),
+                .int4(c.map { flag($0.event.failedAttestation) }), .int4(c.map { flag($0.event.failedAssertion) }),
+                .int4(c.map { flag($0.event.counterReplay) }), .text(c.map { $0.event.environment?.rawValue }),
+                .int4(c.map { $0.event.receiptRiskMetric.map { Int32(clamping: $0) } }), .int4(c.map { Int32(clamping: $0.assessment.score) }),
+                .text(c.map(\.riskCategory.rawValue)), .text(c.map { $0.assessment.factorsJSON.serialized() }),
+                .timestamptz(unixMicroseconds: decisions.map(\.storedPartitionAt.microseconds)),
             ]
+            parameters = columns.map(PGValue.array)
         }
+
+        /// Whether `d` writes risk: its job could be read and its intelligence changes the row
+        /// (`IntelligenceChange.writesRisk`).
+        static func writes(_ d: Decision) -> Bool { d.intelligence?.writesRisk == true && d.receivedAt != nil }
     }
 }
 

@@ -82,41 +82,56 @@ enum EventsTable {
             ]
         }
     }
-    /// A device's risk category change, written just before the decision's ``DeviceRiskTable/Upsert`` (so
-    /// it reads the category the row has before that decision, locking the row the upsert then writes): only
-    /// when the decision's verdict was stored by this transaction and its category differs from the row's
-    /// (a device without a row was trusted).
-    struct RiskCategoryChange: PGCommandStatement {
+    /// The risk category changes of a round of decisions of distinct devices, written just before the
+    /// round's ``DeviceRiskTable/Upserts`` (so each reads the category its row has before its decision,
+    /// locking, in (app, identity) order, the rows the upserts then write): only for decisions whose verdict
+    /// was stored by this transaction and whose category differs from the row's (a device without a row was
+    /// trusted).
+    struct RiskCategoryChanges: PGCommandStatement {
         static let sql = """
-            WITH p AS (
-                SELECT category FROM device_risk WHERE team_id = $2 AND bundle_id = $3 AND identity = $4 FOR UPDATE),
-            was AS (SELECT coalesce((SELECT category FROM p), '\(RiskCategory.trusted.rawValue)') AS category)
+            WITH x AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
+                    $8::text[], $9::text[], $10::int4[], $11::timestamptz[])
+                    AS x(job, team, bundle, identity, event_id, partition_key, received, device_id, category, score, pat)),
+            p AS (
+                SELECT d.team_id, d.bundle_id, d.identity, d.category FROM device_risk d
+                WHERE (d.team_id, d.bundle_id, d.identity) IN (SELECT team, bundle, identity FROM x)
+                ORDER BY d.team_id, d.bundle_id, d.identity FOR UPDATE),
+            was AS (
+                SELECT x.*, coalesce(p.category, '\(RiskCategory.trusted.rawValue)') AS previous
+                FROM x LEFT JOIN p ON p.team_id = x.team AND p.bundle_id = x.bundle AND p.identity = x.identity)
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
-            SELECT $5, '\(EventKind.riskCategoryChanged.rawValue)', $6, $2, $3, $7::timestamptz,
-                jsonb_build_object('identity', $4::text, 'deviceId', $8::text, 'jobId', $1::text, 'from', was.category,
-                    'to', $9::text, 'score', $10::int)
+            SELECT was.event_id, '\(EventKind.riskCategoryChanged.rawValue)', was.partition_key, was.team, was.bundle, was.received,
+                jsonb_build_object('identity', was.identity, 'deviceId', was.device_id, 'jobId', was.job, 'from', was.previous,
+                    'to', was.category, 'score', was.score)
             FROM was
-            WHERE was.category IS DISTINCT FROM $9
+            WHERE was.previous IS DISTINCT FROM was.category
                 AND EXISTS (
-                    SELECT 1 FROM verdicts WHERE team_id = $2 AND bundle_id = $3 AND job_id = $1 AND partition_at = $11::timestamptz
-                        AND \(DeviceRiskTable.insertedHere))
+                    SELECT 1 FROM verdicts WHERE team_id = was.team AND bundle_id = was.bundle AND job_id = was.job
+                        AND partition_at = was.pat AND \(DeviceRiskTable.insertedHere))
             ON CONFLICT (event_id) DO NOTHING
             """
         let parameters: [PGValue]
 
-        /// Nil when the decision writes no risk (as ``DeviceRiskTable/Upsert``).
-        init?(_ d: Decision) {
-            guard let c = d.intelligence, c.writesRisk, let receivedAt = d.receivedAt else { return nil }
-            let (team, bundle, identity) = (c.device.teamId, c.device.bundleId, c.device.identity.value)
-            parameters = [
-                .text(d.jobId), .text(team), .text(bundle), .text(identity),
-                .text(OutboxEvent.eventId(.riskCategoryChanged, [team, bundle, identity, d.jobId])),
-                .text(OutboxEvent.deviceKey(teamId: team, bundleId: bundle, identity: identity)), .text(receivedAt.rfc3339),
-                .text(c.deviceId), .text(c.riskCategory.rawValue), .int(Int64(c.assessment.score)),
-                .text(d.storedPartitionAt.rfc3339),
+        /// - Precondition: every decision writes risk (``DeviceRiskTable/Upserts/writes(_:)``), and no two are
+        ///   of one device.
+        init(_ decisions: [Decision]) {
+            let c = decisions.map { $0.intelligence! }
+            let columns: [PGArray] = [
+                .text(decisions.map(\.jobId)), .text(c.map(\.device.teamId)), .text(c.map(\.device.bundleId)),
+                .text(c.map(\.device.identity.value)),
+                .text(zip(decisions, c).map { d, c in
+                    OutboxEvent.eventId(.riskCategoryChanged, [c.device.teamId, c.device.bundleId, c.device.identity.value, d.jobId])
+                }),
+                .text(c.map { OutboxEvent.deviceKey(teamId: $0.device.teamId, bundleId: $0.device.bundleId, identity: $0.device.identity.value) }),
+                .timestamptz(unixMicroseconds: decisions.map { $0.receivedAt!.microseconds }), .text(c.map(\.deviceId)),
+                .text(c.map(\.riskCategory.rawValue)), .int4(c.map { Int32(clamping: $0.assessment.score) }),
+                .timestamptz(unixMicroseconds: decisions.map(\.storedPartitionAt.microseconds)),
             ]
+            parameters = columns.map(PGValue.array)
         }
     }
+
     /// The grace periods that passed by `now` without their `mad.grace_ended` event: each is marked on its
     /// quota row (which outlives the event's purge, so it is written once) and its event written, up to
     /// `limit` per statement, rows another publisher is marking skipped.
