@@ -21,12 +21,11 @@ public struct StoredReceipt: Sendable {
 
 extension StoredReceipt: PGRowDecodable {
     public init(row: PGRow) throws(PGError) {
-        let metrics: String = try row.decode("metrics")
         self.init(
             keyId: try row.decode("key_id"), teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id"),
             environment: try row.decode("environment"), receipt: try row.decode("receipt"), nextDueAt: try row.decode("next_due_at"),
             attempts: try row.decode("attempts"), lastStatus: try row.decode("last_status"), lastError: try row.decode("last_error"),
             lastAttemptAt: try row.decode("last_attempt_at"), refreshedAt: try row.decode("refreshed_at"),
-            metrics: JSONValue.parse(Array(metrics.utf8)) ?? .array([]))
+            metrics: try row.decodeJSON("metrics") { $0 } ?? .array([]))
     }
 }

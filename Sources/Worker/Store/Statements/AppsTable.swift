@@ -72,18 +72,17 @@ enum AppsTable {
 }
 
 extension AppPolicy: PGRowDecodable {
-    /// Risk weights that no longer parse fall back to the defaults, as an app registered without any; claims
-    /// that no longer validate (edited in the table by hand) to none, so no token carries unchecked claims.
+    /// Risk weights that no longer read fall back to the defaults, as an app registered without any; claims
+    /// that no longer validate (edited in the table by hand) to none, so no token carries unchecked claims
+    /// (``PGRow/decodeJSON(_:as:)``).
     public init(row: PGRow) throws(PGError) {
-        let weights: String = try row.decode("risk_weights")
-        let claims: String = try row.decode("custom_claims")
         self.init(
             teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id"),
             environments: try row.decode("environments"), challenges: try row.decode("challenges"),
             madLimit: try row.decode("mad_limit"), graceDays: try row.decode("grace_days"),
             tokenLifetimeSeconds: try row.decode("token_lifetime_seconds"),
-            risk: JSONValue.parse(Array(weights.utf8)).flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy(),
-            claims: (try? CustomClaims(text: claims)) ?? CustomClaims(),
+            risk: try row.decodeJSON("risk_weights") { try RiskPolicy(json: $0) } ?? RiskPolicy(),
+            claims: try row.decodeJSON("custom_claims") { try CustomClaims(json: $0) } ?? CustomClaims(),
             limitedUseAssertions: try row.decode("limited_use_assertions"),
             limitedUseLifetimeSeconds: try row.decode("limited_use_lifetime_seconds"), android: try Self.android(row))
     }

@@ -62,9 +62,8 @@ enum DeviceRiskTable {
                 history.receiptRiskMetricGrowth = try row.decode("receipt_metric_growth")
                 history.environment = try row.decode("environment")
                 self.history = history
-                let factors: String = try row.decode("factors")
                 let score: Int = try row.decode("score")
-                self.score = JSONValue.parse(Array(factors.utf8)).map { HeldScore(score: score, factors: $0) }
+                self.score = try row.decodeJSON("factors") { HeldScore(score: score, factors: $0) }
             }
         }
     }

@@ -219,8 +219,10 @@ extension OutboxEvent: PGRowDecodable {
     /// A stored detail that is not a JSON object (nothing this build writes) is a type mismatch.
     public init(row: PGRow) throws(PGError) {
         let kindText: String = try row.decode("kind")
-        let detailText: String = try row.decode("detail")
-        guard let kind = EventKind(rawValue: kindText), case .object(let detail)? = JSONValue.parse(Array(detailText.utf8)) else {
+        let detail = try row.decodeJSON("detail") { json -> [(String, JSONValue)]? in
+            if case .object(let members) = json { members } else { nil }
+        }
+        guard let kind = EventKind(rawValue: kindText), let detail else {
             throw PGError(code: .typeMismatch, message: "events: kind \(kindText) or its detail is not one this build reads")
         }
         self.init(

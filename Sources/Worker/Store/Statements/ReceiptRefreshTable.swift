@@ -184,12 +184,10 @@ enum ReceiptRefreshTable {
                 history.receiptRiskMetricAt = (try row.decode("receipt_metric_at_us") as Int64?).map(Timestamp.init(microseconds:))
                 history.receiptRiskMetricGrowth = try row.decode("receipt_metric_growth")
                 self.history = history
-                let factors: String = try row.decode("factors")
                 let score: Int = try row.decode("score")
-                held = JSONValue.parse(Array(factors.utf8)).map { HeldScore(score: score, factors: $0) }
+                held = try row.decodeJSON("factors") { HeldScore(score: score, factors: $0) }
                 category = try row.decode("category")
-                let weights: String? = try row.decode("risk_weights")
-                policy = weights.flatMap { JSONValue.parse(Array($0.utf8)) }.flatMap { try? RiskPolicy(json: $0) } ?? RiskPolicy()
+                policy = try row.decodeJSON("risk_weights") { try RiskPolicy(json: $0) } ?? RiskPolicy()
             }
         }
     }
