@@ -132,7 +132,7 @@ public struct JobVerifier: Sendable {
 
     /// The list's last step, the quota (``QuotaCheck``), for a job whose other checks ran without one (its
     /// inputs' `quota` nil): the worker runs the object checks in parallel, then the quota in batch order, so
-    /// a month's last slots go to the jobs consumed first. `inputs` are the job's, with the quota.
+    /// a month's last slots go to the jobs consumed first. Of `inputs` the step reads only `quota`.
     public func checkQuota(_ checked: inout Checked, _ job: Job, _ inputs: JobCheckInputs) {
         guard checked.verified != nil else { return }
         var context = JobCheckContext(job: job, inputs: inputs, verifier: self, verdict: checked.verdict)

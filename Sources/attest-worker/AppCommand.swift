@@ -245,9 +245,7 @@ enum AppCommand: Subcommand {
             ("android", app.android.map { android in
                 .object([
                     ("packageName", .string(android.packageName)),
-                    ("signingCertificateDigests", .array((android.signingCertificateDigests ?? []).map { .string(Hex.encode($0)) }.sorted {
-                        $0.serialized() < $1.serialized()
-                    })),
+                    ("signingCertificateDigests", .array((android.signingCertificateDigests ?? []).map(Hex.encode).sorted().map(JSONValue.string))),
                     ("requireStrongBox", .bool(android.requireStrongBox)), ("requireVerifiedBoot", .bool(android.requireVerifiedBoot)),
                     ("minimumOSPatchLevel", android.minimumOSPatchLevel.map { .int(Int64($0)) } ?? .null),
                     ("minimumOSVersion", android.minimumOSVersion.map { .int(Int64($0)) } ?? .null),

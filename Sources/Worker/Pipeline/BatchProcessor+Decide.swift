@@ -82,7 +82,7 @@ extension BatchProcessor {
             state = DeviceState(record: cached.record, key: cached.key)
         }
         let known = state.flatMap { $0.record.teamId == job.teamId && $0.record.bundleId == job.bundleId ? $0 : nil }
-        let checked = timed(job.kind) { verifier.check(job, inputs(job, entry, now: now, challenge: challenge, known: known, ledger: nil)) }
+        let checked = timed(job.kind) { verifier.check(job, inputs(job, entry, now: now, challenge: challenge, known: known)) }
         switch checked.verified {
         case .attestation(let verified)?:
             state = DeviceState(
@@ -102,11 +102,9 @@ extension BatchProcessor {
         return checked
     }
 
-    /// The check list's inputs for `job` against the key's device `known` (this app's, if any); the quota
-    /// step's only with a `ledger`.
-    private func inputs(
-        _ job: Job, _ entry: JobEntry, now: Timestamp, challenge: ChallengeOutcome?, known: DeviceState?, ledger: IntelligenceLedger?
-    ) -> JobCheckInputs {
+    /// The check list's inputs for `job` against the key's device `known` (this app's, if any), without the
+    /// quota step's (step 2 gives it).
+    private func inputs(_ job: Job, _ entry: JobEntry, now: Timestamp, challenge: ChallengeOutcome?, known: DeviceState?) -> JobCheckInputs {
         let app = policy(for: job)
         // A key is only ever its own platform's: an App Attest keyId names no Android key, and back.
         return JobCheckInputs(
@@ -116,10 +114,7 @@ extension BatchProcessor {
                     AttestedKey(device: StoredDevice(publicKey: $0, counter: known.record.counter), environment: known.record.environment)
                 }
             }, androidKey: known?.key.android, androidStatusList: settings.androidStatus?.input(at: now),
-            keyRevokedAt: known?.record.revokedAt,
-            quota: ledger.flatMap { ledger in
-                app.map { app in { job in ledger.admit(job, keyBytes: entry.keyBytes, stored: known?.record, app: app) } }
-            })
+            keyRevokedAt: known?.record.revokedAt)
     }
 
     /// Step 2 for one job, in batch order: the quota step, then risk and counts, and the device it leaves.
@@ -136,14 +131,16 @@ extension BatchProcessor {
         // The key's device as this app knows it (a key attested for another app is unknown to this one): what
         // its identity and risk history go by.
         let known = key.record.flatMap { $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil }
-        let state = known.flatMap { record in DeviceCache.DeviceKey(record).map { DeviceState(record: record, key: $0) } }
         if key.void {
-            // Step 1 checked this job against a device the quota then turned away: check it again as it stands.
-            checked = timed(job.kind) { verifier.check(job, inputs(job, entry, now: now, challenge: challenge, known: state, ledger: nil)) }
+            // Step 1 checked this job against a device the quota then turned away: check it again as it stands
+            // (the key parsed again only here, off the common path).
+            let state = known.flatMap { record in DeviceCache.DeviceKey(record).map { DeviceState(record: record, key: $0) } }
+            checked = timed(job.kind) { verifier.check(job, inputs(job, entry, now: now, challenge: challenge, known: state)) }
         }
         let app = policy(for: job)
-        if checked.verified?.isAttestation == true {
-            verifier.checkQuota(&checked, job, inputs(job, entry, now: now, challenge: challenge, known: state, ledger: ledger))
+        if checked.verified?.isAttestation == true, let app {
+            let quota = JobCheckInputs(now: now, app: nil, quota: { job in ledger.admit(job, keyBytes: entry.keyBytes, stored: known, app: app) })
+            verifier.checkQuota(&checked, job, quota)
             if checked.verified == nil { key.void = true }
         }
         var verdict = checked.verdict
