@@ -42,7 +42,7 @@ extension PGConnection {
 
     /// `ROLLBACK` when a transaction is open; its own failure is dropped because the caller is already
     /// reporting the error that made the rollback necessary, and a broken connection shows in `isHealthy`.
-    func rollbackIfOpen() {
+    public func rollbackIfOpen() {
         guard PQstatus(connection) == CONNECTION_OK,
             PQtransactionStatus(connection) != PQTRANS_IDLE
         else { return }

@@ -15,7 +15,7 @@ import Worker
 /// An in-memory DecisionStore with the SQL statements' semantics (insert-if-absent verdicts, counter
 /// compare-and-set, monthly counts insert-if-absent, history increments, quota thresholds recorded once),
 /// so the batch logic is tested without infrastructure.
-final class FakeStore: DecisionStore, @unchecked Sendable {
+final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
     let lock = NSLock()
     var appPolicies: [AppIdentity: AppPolicy] = [:]
     var verdicts: [ScopedJobId: StoredVerdict] = [:]
@@ -40,6 +40,30 @@ final class FakeStore: DecisionStore, @unchecked Sendable {
     var quotaEvents: [AppMonth: [Int: Timestamp]] = [:]
 
     func apps() throws(PGError) -> [AppIdentity: AppPolicy] { lock.withLock { appPolicies } }
+
+    /// As the PostgreSQL store does, the body again whole after a transient failure: here, after a race the
+    /// fields above stage (a writer that takes no lock), which the batch meets at its settle.
+    func batch<T>(_ body: (any BatchTransaction) throws(PGError) -> T) throws(PGError) -> T {
+        var attempts = 0
+        while true {
+            do throws(PGError) {
+                return try body(self)
+            } catch where error.fault == .transient && attempts < 3 {
+                attempts += 1
+            }
+        }
+    }
+
+    func gather(_ request: GatherRequest) throws(PGError) -> Gathered {
+        let (verdicts, devices) = try prefetch(jobs: request.jobs, keyIds: request.keyIds)
+        return Gathered(
+            verdicts: verdicts, devices: devices, intelligence: try intelligence(request.intelligence),
+            challenges: request.claims.isEmpty ? [:] : try consumeChallenges(request.claims))
+    }
+
+    func settle(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
+        try commit(decisions)
+    }
 
     func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
         lock.withLock {

@@ -25,7 +25,7 @@ import Testing
         let j1 = R.decision("j1", at: first)
         let holder = try PGConnection(conninfo: db.url)
         _ = try holder.pipeline(
-            PGBegin(), VerdictsTable.JobLocks(jobs: [j1, attested].map { ScopedJobId(app: $0.app, jobId: $0.jobId) }),
+            PGBegin(), VerdictsTable.BatchLocks(jobs: [j1, attested].map { ScopedJobId(app: $0.app, jobId: $0.jobId) }, keyIds: []),
             VerdictsTable.Attestation(attested), VerdictsTable.Decisions([j1]))
 
         // Other content under the same jobIds, under another partition time, from another connection.
@@ -67,7 +67,7 @@ import Testing
         // Advisory locks are the database's, not the schema's: jobIds of this test only.
         let jobs = (0..<4).map { "\(db.name)-k\($0)" }
         let locks = { (c: PGConnection, jobs: [String]) throws(PGError) in
-            try c.execute(VerdictsTable.JobLocks(jobs: jobs.map { ScopedJobId(app: R.app, jobId: $0) }))
+            try c.execute(VerdictsTable.BatchLocks(jobs: jobs.map { ScopedJobId(app: R.app, jobId: $0) }, keyIds: []))
         }
         // Another session holds the lowest jobId; the batch lists it last.
         let holder = try PGConnection(conninfo: db.url)

@@ -72,13 +72,13 @@ extension AttestStoreTests {
         let store = try Self.probedStore(db, name: name)
         let holder = try PGConnection(conninfo: try #require(ProcessInfo.processInfo.environment["ATTEST_DATABASE_URL"]))
         // The decisions' scope (AttestStoreTests.decision's app): the rows the batch's inserts wait for, each
-        // under its jobId's lock as a commit takes it (VerdictsTable.JobLocks, migration 0013).
+        // under its jobId's lock as a commit takes it (VerdictsTable.BatchLocks, migration 0013).
         let insert = """
             INSERT INTO \(db.schema).verdicts (team_id, bundle_id, job_id, ok, verdict_json, decided_at)
             VALUES ('TEAM', 'app', $1, false, '{}', now()) ON CONFLICT DO NOTHING
             """
         let lock = { (c: PGConnection, job: String) throws(PGError) in
-            try c.execute(VerdictsTable.JobLocks(jobs: [ScopedJobId(app: Self.decision(job, .none, ok: false).app, jobId: job)]))
+            try c.execute(VerdictsTable.BatchLocks(jobs: [ScopedJobId(app: Self.decision(job, .none, ok: false).app, jobId: job)], keyIds: []))
         }
         try holder.execute("BEGIN")
         try lock(holder, "j-a")

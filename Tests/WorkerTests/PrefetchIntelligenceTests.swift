@@ -46,7 +46,11 @@ import Testing
         try db.connection.execute("INSERT INTO apps (team_id, bundle_id, challenges) VALUES ('TEAM', 'app', 'worker')")
         let issued = try #require(try ChallengeStore.insert(try SecureRandom.bytes(32), teamId: "TEAM", bundleId: "app", on: db.connection))
         let claim = ChallengeClaim(jobId: "p-c", teamId: "TEAM", bundleId: "app", challenge: issued.bytes, receivedAt: issued.issuedAt, skewSeconds: 60)
-        let gathered = try db.store.gather(GatherRequest(jobs: [job], keyIds: [AttestStoreTests.keyA], intelligence: query, claims: [claim]))
+        let gathered = try db.store.batch { tx throws(PGError) in
+            let gathered = try tx.gather(GatherRequest(jobs: [job], keyIds: [AttestStoreTests.keyA], intelligence: query, claims: [claim]))
+            _ = try tx.settle([])
+            return gathered
+        }
         let (verdicts, devices, together) = (gathered.verdicts, gathered.devices, gathered.intelligence)
         #expect(gathered.challenges["p-c"] == .consumed)
         #expect(try db.store.consumeChallenges([ChallengeClaim(

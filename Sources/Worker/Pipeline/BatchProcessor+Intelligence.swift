@@ -38,13 +38,13 @@ extension BatchProcessor {
         return query
     }
 
-    /// The ledger `entries` are decided with. `snapshot` was read with the prefetch, for `guessed`: the
-    /// query the cache gave before the prefetch refreshed it. What the fresh device rows make the jobs
+    /// The ledger `entries` are decided with. `snapshot` was read with the gather, for `guessed`: the
+    /// query the cache gave before the gather refreshed it. What the fresh device rows make the jobs
     /// need besides (a key not cached yet, a row another worker changed) is read now, so the common batch
     /// costs no round trip of its own here; a row absent from a snapshot means absent from the database
     /// only for what was asked, hence never a guess taken for an answer.
     func intelligenceLedger(
-        _ entries: [JobEntry], read snapshot: IntelligenceSnapshot, for guessed: IntelligenceQuery
+        _ entries: [JobEntry], read snapshot: IntelligenceSnapshot, for guessed: IntelligenceQuery, in tx: any BatchTransaction
     ) throws(PGError) -> IntelligenceLedger {
         let needed = intelligenceQuery(entries)
         var missing = IntelligenceQuery()
@@ -52,7 +52,7 @@ extension BatchProcessor {
         missing.counted = needed.counted.subtracting(guessed.counted)
         missing.months = needed.months.subtracting(guessed.months)
         guard !(missing.isEmpty && missing.counted.isEmpty) else { return IntelligenceLedger(snapshot) }
-        let more = try store.intelligence(missing)
+        let more = try tx.intelligence(missing)
         var merged = snapshot
         merged.histories.merge(more.histories) { _, fresh in fresh }
         merged.scores.merge(more.scores) { _, fresh in fresh }

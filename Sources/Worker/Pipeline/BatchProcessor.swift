@@ -69,10 +69,6 @@ public final class BatchProcessor: Sendable {
     private let apps = Mutex<RegisteredApps>(RegisteredApps())
     /// Apps are re-read this often (and on a miss), so `attest-worker app` changes reach running workers.
     static let appRefreshSeconds: Int64 = 5
-    /// Rounds of re-deciding after lost counter races before the batch gives up (each round reads the
-    /// stored state, so one round normally settles it).
-    static let maxRounds = 8
-
     public init(
         verifier: JobVerifier, store: any DecisionStore, devices: DeviceCache, settings: Settings,
         metrics: WorkerMetrics? = nil, logger: Logger? = nil
@@ -119,82 +115,80 @@ public final class BatchProcessor: Sendable {
             for i in jobs.indices { jobs[i].resolveApp(in: apps.withLock { $0 }) }
         }
 
-        // Every key of the batch is read again, cached or not, in the same round trip: so a revocation (or
-        // any other worker's change) reaches this worker by its next batch; the cache saves parsing the key.
-        // The histories and counts come in that trip too, for the identities the cache gives now: the
-        // ledger reads only what the fresh rows change (a key seen for the first time) afterwards.
-        // The worker-issued challenges the jobs claim go in that trip too: claiming depends only on the job and
-        // its app, never on what the trip reads (a redelivery claims the challenge it already holds).
+        // Gather, decide and settle in one transaction, run again whole after a transient failure. The gather
+        // locks the batch's jobIds and keys and reads every key again, cached or not, so a revocation (or any
+        // other worker's change) reaches this worker by its next batch and nothing it read can change before
+        // its settle: the decision stands as taken. The cache saves parsing the keys. The histories and counts
+        // come in that trip too, for the identities the cache gives now: the ledger reads only what the fresh
+        // rows change (a key seen for the first time) afterwards. The worker-issued challenges the jobs claim
+        // go in that trip too: claiming depends only on the job and its app, never on what the trip reads (a
+        // redelivery claims the challenge it already holds).
         let batchKeys = Set(jobs.compactMap(\.keyBytes))
-        let guessed = intelligenceQuery(jobs)
         let claims = challengeClaims(jobs, now: now)
-        let gathered = try timings.timed(\.reading) { () throws(PGError) in
-            try store.gather(
-                GatherRequest(
-                    jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys), intelligence: guessed, claims: claims.first?.map(\.claim) ?? []))
-        }
-        let (stored, fetched, snapshot) = (gathered.verdicts, gathered.devices, gathered.intelligence)
-        var challenges = [Int: ChallengeOutcome]()
-        for (position, claim) in claims.first ?? [] { challenges[position] = gathered.challenges[claim.jobId] }
-        for round in claims.dropFirst() {
-            let settled = try timings.timed(\.reading) { () throws(PGError) in try store.consumeChallenges(round.map(\.claim)) }
-            for (position, claim) in round { challenges[position] = settled[claim.jobId] }
-        }
-        for key in batchKeys {
-            if let record = fetched[key] { devices.put(record) } else { devices.remove(key) }
-        }
-
-        // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already used
-        // gets its own rejection. A jobId repeated within the batch is decided once, and its other messages are
-        // answered by whichever decision stands once it is stored (another worker's may have come first).
-        var toDecide = [JobEntry]()
-        var deciding = Set<ScopedJobId>()
-        for entry in jobs {
-            if let previous = stored[entry.scopedJobId] {
-                published[entry.position] = answer(entry, decided: previous, now)
-            } else if deciding.insert(entry.scopedJobId).inserted {
-                toDecide.append(entry)
+        let outcomes = try store.batch { tx throws(PGError) in
+            let guessed = intelligenceQuery(jobs)
+            let gathered = try timings.timed(\.reading) { () throws(PGError) in
+                try tx.gather(
+                    GatherRequest(
+                        jobs: jobs.map(\.scopedJobId), keyIds: Array(batchKeys), intelligence: guessed, claims: claims.first?.map(\.claim) ?? []))
             }
-        }
-        let ledger = try timings.timed(\.reading) { () throws(PGError) in try intelligenceLedger(toDecide, read: snapshot, for: guessed) }
-        var round = decide(toDecide, now: now, challenges: challenges, ledger)
-
-        var standing = [ScopedJobId: StoredVerdict]()
-        for _ in 0..<Self.maxRounds where !round.isEmpty {
-            let (outcomes, crossings) = try timings.timed(\.storing) { () throws(PGError) in try store.commit(round.map(\.decision)) }
-            report(crossings)
-            var conflicts = [Decided]()
-            for (decided, outcome) in zip(round, outcomes) {
-                let entry = decided.entry
-                switch outcome {
-                case .stored:
-                    let decision = decided.decision
-                    published[entry.position] = verdict(entry, json: decision.verdictJSON)
-                    standing[entry.scopedJobId] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
-                    remember(decided)
-                    record(decision)
-                case .alreadyDecided(let previous):
-                    // Another worker stored this jobId of the app meanwhile.
-                    published[entry.position] = answer(entry, decided: previous, now)
-                    standing[entry.scopedJobId] = previous
-                case .counterConflict:
-                    conflicts.append(decided)
+            var challenges = [Int: ChallengeOutcome]()
+            for (position, claim) in claims.first ?? [] { challenges[position] = gathered.challenges[claim.jobId] }
+            for round in claims.dropFirst() {
+                let settled = try timings.timed(\.reading) { () throws(PGError) in try tx.consumeChallenges(round.map(\.claim)) }
+                for (position, claim) in round { challenges[position] = settled[claim.jobId] }
+            }
+            for key in batchKeys {
+                if let record = gathered.devices[key] { devices.put(record) } else { devices.remove(key) }
+            }
+            // A redelivered job gets the stored verdict unchanged; other content under a jobId its app already
+            // used gets its own rejection. A jobId repeated within the batch is decided once, and its other
+            // messages get that decision's answer.
+            var toDecide = [JobEntry]()
+            var deciding = Set<ScopedJobId>()
+            var previous = [Int: StoredVerdict]()
+            for entry in jobs {
+                if let stored = gathered.verdicts[entry.scopedJobId] {
+                    previous[entry.position] = stored
+                } else if deciding.insert(entry.scopedJobId).inserted {
+                    toDecide.append(entry)
                 }
             }
-            if !conflicts.isEmpty {
-                // Another writer moved these counters: read the stored state and decide again.
-                let keys = Set(conflicts.compactMap(\.entry.keyBytes))
-                for key in keys { devices.remove(key) }
-                let (_, fresh) = try timings.timed(\.reading) { () throws(PGError) in try store.prefetch(jobs: [], keyIds: Array(keys)) }
-                for record in fresh.values { devices.put(record) }
-                ledger.forgetScores(of: conflicts.compactMap { $0.decision.intelligence?.device })
-                round = decide(conflicts.map(\.entry), now: now, challenges: challenges, ledger)
-            } else {
-                round = []
+            let ledger = try timings.timed(\.reading) { () throws(PGError) in
+                try intelligenceLedger(toDecide, read: gathered.intelligence, for: guessed, in: tx)
             }
+            let decided = decide(toDecide, now: now, challenges: challenges, ledger)
+            let (outcomes, crossings) = try timings.timed(\.storing) { () throws(PGError) in try tx.settle(decided.map(\.decision)) }
+            // Under the batch's locks no other writer stores its jobIds or moves its counters; were one to (a
+            // session that takes no lock), the batch is run again whole: what this one stored answers then.
+            let stood = try outcomes.map { outcome throws(PGError) -> StoredVerdict? in
+                switch outcome {
+                case .stored: return nil
+                case .alreadyDecided(let stored): return stored
+                case .counterConflict:
+                    throw PGError(code: .client, message: "a counter moved under the batch's lock", isConnectionLost: false)
+                }
+            }
+            return (previous: previous, decided: zip(decided, stood).map { $0 }, crossings: crossings)
         }
-        guard round.isEmpty else {
-            throw PGError(code: .client, message: "counter races did not settle after \(Self.maxRounds) rounds", isConnectionLost: false)
+        report(outcomes.crossings)
+        for entry in jobs {
+            if let stored = outcomes.previous[entry.position] { published[entry.position] = answer(entry, decided: stored, now) }
+        }
+        var standing = [ScopedJobId: StoredVerdict]()
+        for (decided, stood) in outcomes.decided {
+            let entry = decided.entry
+            if let stood {
+                // Another worker stored this jobId of the app first.
+                published[entry.position] = answer(entry, decided: stood, now)
+                standing[entry.scopedJobId] = stood
+            } else {
+                let decision = decided.decision
+                published[entry.position] = verdict(entry, json: decision.verdictJSON)
+                standing[entry.scopedJobId] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
+                remember(decided)
+                record(decision)
+            }
         }
         for entry in jobs where published[entry.position] == nil {
             if let decided = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: decided, now) }

@@ -9,6 +9,9 @@ import PostgresClient
 public final class AttestStore: @unchecked Sendable {
     /// Internal for the store's extensions in other files (challenges).
     let connection: PGReconnectingConnection
+    /// Time batch bodies spent deciding inside ``batch(_:)``'s `run` (not in the database), taken out of
+    /// ``takeDatabaseTime()``. Used from the one thread that runs the batches, like `connection`.
+    var deciding = Duration.zero
 
     /// - Parameter connection: retries on a fresh connection after connection loss, with backoff.
     public init(connection: PGReconnectingConnection) {
@@ -37,8 +40,8 @@ public final class AttestStore: @unchecked Sendable {
 
     // MARK: Reads before deciding a batch
 
-    /// Verdicts already stored for these jobs of their apps, and the devices with these keys: one round trip,
-    /// the verdicts probed by primary key.
+    /// Verdicts already stored for these jobs of their apps, and the devices with these keys, read outside a
+    /// batch (tools and tests): one round trip, the verdicts probed by primary key.
     public func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
         let (verdicts, devices) = try connection.run { c throws(PGError) in
             try c.pipeline(VerdictsTable.Stored(jobs: jobs), DevicesTable.ByKeys(keyIds: keyIds))
@@ -49,45 +52,19 @@ public final class AttestStore: @unchecked Sendable {
         )
     }
 
-    // MARK: Writing a batch
+    // MARK: Writing decisions
 
-    /// Stores a batch of decisions in one transaction and one round trip, with a handful of statements
-    /// whatever the batch size (statement start-up and constraint checks, not rows, were most of
-    /// PostgreSQL's time when each decision had its own): each accepted attestation on its own (device
-    /// upserts do not combine), then every other decision in one set-based statement, then the risk rows
-    /// that change, then the month's counts. Attestations go first so a device's assertions in the same
-    /// batch find it. The outcome of each says whether it was stored, already decided, or lost a counter
-    /// race; the crossings are the quota thresholds the batch's newly counted devices crossed.
-    ///
-    /// The batch's jobIds are locked first, in one statement (`VerdictsTable.JobLocks`: one verdict per jobId
-    /// across partitions), then every statement takes its row locks in key order (attestations by key, the
-    /// set-based statements sort inside, risk rows by app and identity; a row's own decisions keep their
-    /// batch order), so two
-    /// workers' batches wait for each other but cannot deadlock on the rows of one table. A deadlock
-    /// that still happens (across tables, or against another session) is transient: the batch is
-    /// retried.
+    /// Stores decisions in a transaction of their own (tools and tests; the worker settles them in its
+    /// batch transaction, ``batch(_:)``): their jobIds locked, then the writes, then `COMMIT`, one round trip.
     public func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
         guard !decisions.isEmpty else { return ([], []) }
-        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }.sorted { a, b in
-            let (x, y) = (decisions[a].attestedDevice!.keyId, decisions[b].attestedDevice!.keyId)
-            return x == y ? a < b : x.lexicographicallyPrecedes(y)
+        return try connection.run { c throws(PGError) in
+            var pipeline = PGPipeline()
+            pipeline.append(PGBegin())
+            pipeline.append(VerdictsTable.BatchLocks(jobs: decisions.map { ScopedJobId(app: $0.app, jobId: $0.jobId) }, keyIds: []))
+            let writes = DecisionWrites(decisions, into: &pipeline)
+            pipeline.append(PGCommit())
+            return writes.outcomes(try c.pipeline(pipeline))
         }
-        let others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
-        var pipeline = PGPipeline()
-        pipeline.append(PGBegin())
-        pipeline.append(VerdictsTable.JobLocks(jobs: decisions.map { ScopedJobId(app: $0.app, jobId: $0.jobId) }))
-        let attestations = attested.map { (decision: $0, result: pipeline.append(VerdictsTable.Attestation(decisions[$0]))) }
-        let rest = others.isEmpty ? nil : pipeline.append(VerdictsTable.Decisions(others.map { decisions[$0] }))
-        let crossings = IntelligenceWrites.append(decisions, to: &pipeline)
-        pipeline.append(PGCommit())
-        let results = try connection.run { c throws(PGError) in try c.pipeline(pipeline) }
-
-        // Every decision is an attestation or one of the others, so each placeholder is overwritten.
-        var outcomes = [CommitOutcome](repeating: .counterConflict, count: decisions.count)
-        for attestation in attestations { outcomes[attestation.decision] = results[attestation.result].outcome }
-        if let rest {
-            for (decision, outcome) in zip(others, results[rest]) { outcomes[decision] = outcome }
-        }
-        return (outcomes, crossings.map { results[$0] } ?? [])
     }
 }

@@ -39,27 +39,3 @@ public struct Gathered: Sendable {
         self.challenges = challenges
     }
 }
-
-extension AttestStore {
-    /// A batch's gather in one round trip: every statement pipelined, each looking rows up by key, so the
-    /// batch pays one trip's latency whatever it holds. The reads see the database as of their own
-    /// statements; the claim settles as ``consumeChallenges(_:)`` would (retried whole, it settles the same
-    /// way: a challenge a job holds stays that job's).
-    public func gather(_ request: GatherRequest) throws(PGError) -> Gathered {
-        var pipeline = PGPipeline()
-        let verdicts = pipeline.append(VerdictsTable.Stored(jobs: request.jobs))
-        let devices = pipeline.append(DevicesTable.ByKeys(keyIds: request.keyIds))
-        let query = request.intelligence
-        let intelligence = query.isEmpty ? nil : (
-            pipeline.append(DeviceRiskTable.Histories(Array(query.devices))), pipeline.append(MonthlyCountsTable.Counted(Array(query.counted))),
-            pipeline.append(MonthlyCountsTable.Quotas(Array(query.months)))
-        )
-        let claims = request.claims.isEmpty ? nil : pipeline.append(ChallengesTable.Consume(request.claims))
-        let results = try connection.run { c throws(PGError) in try c.pipeline(pipeline) }
-        return Gathered(
-            verdicts: Dictionary(results[verdicts].map { ($0.job, $0.verdict) }, uniquingKeysWith: { _, last in last }),
-            devices: Dictionary(results[devices].map { ($0.keyId, $0) }, uniquingKeysWith: { _, last in last }),
-            intelligence: intelligence.map { Self.snapshot(results[$0.0], results[$0.1], results[$0.2]) } ?? IntelligenceSnapshot(),
-            challenges: claims.map { results[$0] } ?? [:])
-    }
-}

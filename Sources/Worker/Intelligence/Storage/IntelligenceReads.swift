@@ -6,16 +6,19 @@ extension AttestStore {
     /// (a LATERAL subquery with LIMIT 1 cannot be turned into a join), so the cost follows the batch,
     /// never the tables' size, whatever plan a cached statement settles on.
     public func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot {
-        guard !query.isEmpty else { return IntelligenceSnapshot() }
-        let (histories, counted, quotas) = try connection.run { c throws(PGError) in
-            try c.pipeline(
-                DeviceRiskTable.Histories(Array(query.devices)), MonthlyCountsTable.Counted(Array(query.counted)),
-                MonthlyCountsTable.Quotas(Array(query.months)))
-        }
-        return Self.snapshot(histories, counted, quotas)
+        try connection.run { c throws(PGError) in try Self.intelligence(query, on: c) }
     }
 
-    /// The snapshot the three intelligence statements read (here, and in ``gather(_:)``).
+    /// The same on `c` (in a batch's transaction, or not).
+    static func intelligence(_ query: IntelligenceQuery, on c: PGConnection) throws(PGError) -> IntelligenceSnapshot {
+        guard !query.isEmpty else { return IntelligenceSnapshot() }
+        let (histories, counted, quotas) = try c.pipeline(
+            DeviceRiskTable.Histories(Array(query.devices)), MonthlyCountsTable.Counted(Array(query.counted)),
+            MonthlyCountsTable.Quotas(Array(query.months)))
+        return snapshot(histories, counted, quotas)
+    }
+
+    /// The snapshot the three intelligence statements read (here, and in a batch's gather).
     static func snapshot(
         _ histories: [DeviceRiskTable.Histories.Row], _ counted: [MonthlyDevice], _ quotas: [MonthlyCountsTable.Quotas.Row]
     ) -> IntelligenceSnapshot {

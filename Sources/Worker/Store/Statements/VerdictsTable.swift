@@ -35,21 +35,27 @@ enum VerdictsTable {
         }
     }
 
-    /// The commit's first statement: a transaction-scoped advisory lock on each of the batch's jobIds, taken
-    /// in key order (a volatile select list is evaluated after the sort), so two batches writing the same
-    /// jobIds wait for each other instead of deadlocking. It keeps one verdict per jobId across partitions
-    /// (migration 0013): a transaction that takes a lock another holds waits for it to commit, and its
-    /// later statements, each on a snapshot of its own, see the verdict it stored and skip the jobId.
-    struct JobLocks: PGCommandStatement {
+    /// A batch's first statement after `BEGIN`: transaction-scoped advisory locks on each of its jobIds and
+    /// keys, taken in one sorted order (a volatile select list is evaluated after the sort), so two batches
+    /// sharing jobIds or keys wait for each other instead of deadlocking. The jobId locks keep one verdict
+    /// per jobId across partitions (migration 0013): a batch that takes one another holds waits for that
+    /// one to commit, and its reads, each on a snapshot of its own, see the verdict it stored. The key
+    /// locks keep a device's counter and assertion count as the batch read them until it settles. A jobId's
+    /// lock is `team/bundle/jobId`, as 0.8.0 took it at its commit, so the two wait for each other during
+    /// an upgrade; a key's is `key/` and its hex.
+    struct BatchLocks: PGCommandStatement {
         static let sql = """
-            SELECT pg_advisory_xact_lock(hashtextextended(t || '/' || b || '/' || j, 0))
-            FROM unnest($1::text[], $2::text[], $3::text[]) AS x(t, b, j) ORDER BY t, b, j
+            SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
+            FROM (SELECT t || '/' || b || '/' || j FROM unnest($1::text[], $2::text[], $3::text[]) AS x(t, b, j)
+                UNION SELECT 'key/' || encode(k, 'hex') FROM unnest($4::bytea[]) AS y(k)) AS locks(k)
+            ORDER BY k
             """
         let parameters: [PGValue]
 
-        init(jobs: [ScopedJobId]) {
+        init(jobs: [ScopedJobId], keyIds: [[UInt8]]) {
             parameters = [
                 .array(.text(jobs.map(\.app.teamId))), .array(.text(jobs.map(\.app.bundleId))), .array(.text(jobs.map(\.jobId))),
+                .array(.bytea(keyIds)),
             ]
         }
     }

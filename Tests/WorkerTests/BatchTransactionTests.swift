@@ -1,0 +1,86 @@
+import AttestCore
+import AttestJobs
+import Dispatch
+import Foundation
+import PostgresClient
+import Synchronization
+import Testing
+@testable import Worker
+
+/// A batch decides from what its gather read, against the ops/stack PostgreSQL: the gather locks the batch's
+/// keys, so another batch of the same key waits for the first to settle and reads what it stored, instead of
+/// losing a counter race at its commit and deciding again.
+@Suite struct BatchTransactionTests {
+    typealias S = AttestStoreTests
+
+    @Test func aSecondBatchOfAKeyWaitsForTheFirstToSettleAndReadsItsCounter() throws {
+        let db = try S.Database()
+        try db.addDevice(S.keyA, counter: 3)
+        let store = db.store
+        let waiter = "batch-lock-\(db.schema)"
+        let other = AttestStore(connection: PGReconnectingConnection(conninfo: db.url, applicationName: waiter))
+        let gathered = DispatchSemaphore(value: 0)
+        let settle = DispatchSemaphore(value: 0)
+        let firstDone = DispatchSemaphore(value: 0)
+        let secondDone = DispatchSemaphore(value: 0)
+        let first = Mutex<Result<[CommitOutcome], PGError>?>(nil)
+        let second = Mutex<Result<UInt32?, PGError>?>(nil)
+
+        Thread {
+            let result = Result { () throws(PGError) in
+                try store.batch { tx throws(PGError) in
+                    let read = try tx.gather(GatherRequest(jobs: [], keyIds: [S.keyA]))
+                    #expect(read.devices[S.keyA]?.counter == 3)
+                    gathered.signal()
+                    settle.wait()
+                    return try tx.settle([S.decision("a4", .advanced(keyId: S.keyA, counter: 4))]).outcomes
+                }
+            }
+            first.withLock { $0 = result }
+            firstDone.signal()
+        }.start()
+        gathered.wait()
+
+        Thread {
+            let result = Result { () throws(PGError) in
+                try other.batch { tx throws(PGError) in
+                    let read = try tx.gather(GatherRequest(jobs: [], keyIds: [S.keyA]))
+                    _ = try tx.settle([])
+                    return read.devices[S.keyA]?.counter
+                }
+            }
+            second.withLock { $0 = result }
+            secondDone.signal()
+        }.start()
+
+        // The second gather waits on the first one's key lock (seen in pg_locks), then the first settles.
+        try waitForLockWait(of: waiter, db.connection)
+        #expect(second.withLock { $0 } == nil)
+        settle.signal()
+        firstDone.wait()
+        #expect(try #require(first.withLock { $0 }).get() == [.stored])
+        secondDone.wait()
+        #expect(try #require(second.withLock { $0 }).get() == 4)
+    }
+
+    @Test func aBatchThatGathersAndDoesNotSettleIsRolledBack() throws {
+        let db = try S.Database()
+        try db.addDevice(S.keyA, counter: 3)
+        #expect(throws: PGError.self) {
+            try db.store.batch { tx throws(PGError) in _ = try tx.gather(GatherRequest(jobs: [], keyIds: [S.keyA])) }
+        }
+        // Its locks went with it: another batch gathers the key at once.
+        let counter = try db.store.batch { tx throws(PGError) in
+            let read = try tx.gather(GatherRequest(jobs: [], keyIds: [S.keyA]))
+            _ = try tx.settle([])
+            return read.devices[S.keyA]?.counter
+        }
+        #expect(counter == 3)
+    }
+
+    /// Polls until the session named `application` waits for a lock.
+    private func waitForLockWait(of application: String, _ c: PGConnection) throws {
+        let waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'"
+        while try c.execute(waiting, [.text(application)]).int(0, 0) == 0 { Thread.sleep(forTimeInterval: 0.01) }
+    }
+}
