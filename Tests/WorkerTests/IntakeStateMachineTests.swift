@@ -377,9 +377,18 @@ import Testing
         #expect(m.pollStopped() == [.wakeWaiters])
         #expect(isExit(m.takeBatch(lane: 0)))
         #expect(m.laneStopped() == [.wakeWaiters])
-        #expect(!m.drained, "three jobs unacknowledged")
+        #expect(m.drainStep() == .wait, "three jobs unacknowledged")
         for message in first + second { finish(&m, message) }
-        #expect(m.drained)
+        #expect(m.drainStep() == .drained)
+    }
+
+    @Test func aBackoffWaitsUntilItsDeadlineAndTheStopCutsItShort() {
+        var m = machine()
+        let deadline = t0 + .milliseconds(50)
+        #expect(m.backoff(until: deadline, now: t0) == .wait(until: deadline))
+        #expect(m.backoff(until: deadline, now: deadline) == .retry)
+        _ = m.stop()
+        #expect(m.backoff(until: deadline, now: t0) == .giveUp, "a stop wakes the lane, which gives its batch up")
     }
 
     @Test func aFullBufferDoesNotHoldTheShutdown() {
@@ -403,9 +412,9 @@ import Testing
         finish(&m, kept[1])
         _ = m.pollStopped()
         _ = m.laneStopped()
-        #expect(!m.drained, "a lane still runs")
+        #expect(m.drainStep() == .wait, "a lane still runs")
         _ = m.laneStopped()
-        #expect(m.drained)
+        #expect(m.drainStep() == .drained)
         #expect(m.finalOffsets().isEmpty, "p0 was stored as it finished, p1 never")
         #expect(m.inFlight == 3, "p1's offsets stay unfinished for the next owner")
     }
@@ -440,15 +449,15 @@ import Testing
 
     @Test func theShutdownGoesThroughEachPhaseOnce() {
         var m = machine(lanes: 2)
-        #expect(m.phase == .running && !m.stopping)
+        #expect(m.phase == .running)
         _ = m.stop()
-        #expect(m.phase == .stopping && m.stopping)
+        #expect(m.phase == .stopping && m.drainStep() == .wait)
         _ = m.pollStopped()
-        #expect(m.phase == .draining(lanesRunning: 2) && !m.drained)
+        #expect(m.phase == .draining(lanesRunning: 2) && m.drainStep() == .wait)
         _ = m.laneStopped()
-        #expect(m.phase == .draining(lanesRunning: 1) && !m.drained)
+        #expect(m.phase == .draining(lanesRunning: 1) && m.drainStep() == .wait)
         _ = m.laneStopped()
-        #expect(m.phase == .draining(lanesRunning: 0) && m.drained)
+        #expect(m.phase == .draining(lanesRunning: 0) && m.drainStep() == .drained)
     }
 
     /// A transition the threads never make (the poll thread ending twice, a lane ending before the

@@ -123,15 +123,20 @@ final class Intake: @unchecked Sendable {
         let deadline = ContinuousClock.now + duration
         condition.lock()
         defer { condition.unlock() }
-        while !machine.stopping, condition.wait(until: deadline) {}
-        return !machine.stopping
+        while true {
+            switch machine.backoff(until: deadline, now: .now) {
+            case .wait(let until): _ = condition.wait(until: until)
+            case .retry: return true
+            case .giveUp: return false
+            }
+        }
     }
 
     /// Waits until polling and the lanes have stopped and every job taken is acknowledged or abandoned.
     func waitUntilDrained() {
         condition.lock()
-        while !machine.drained { condition.wait() }
-        condition.unlock()
+        defer { condition.unlock() }
+        while machine.drainStep() == .wait { condition.wait() }
     }
 
     // MARK: Actions

@@ -65,6 +65,22 @@ struct IntakeStateMachine {
         case draining(lanesRunning: Int)
     }
 
+    /// What a lane backing off after a failed batch does next.
+    enum BackoffStep: Equatable {
+        /// Sleep until the deadline, or until woken (a stop wakes every waiter).
+        case wait(until: ContinuousClock.Instant)
+        /// The backoff is over: run the batch again.
+        case retry
+        /// The worker is stopping: give the batch up.
+        case giveUp
+    }
+
+    /// What the shutdown, waiting for the intake to drain, does next.
+    enum DrainStep: Equatable {
+        case wait
+        case drained
+    }
+
     /// What a lane does next.
     enum LaneStep {
         case process([KafkaMessage], then: [Action])
@@ -351,10 +367,16 @@ struct IntakeStateMachine {
         return [.wakeWaiters, .wakePoller]
     }
 
-    var stopping: Bool { phase != .running }
+    /// A lane's backoff until `deadline`, at `now`: the stop cuts it short.
+    func backoff(until deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> BackoffStep {
+        if phase != .running { return .giveUp }
+        return now < deadline ? .wait(until: deadline) : .retry
+    }
 
-    /// Polling and lanes have stopped and every job taken is acknowledged or abandoned.
-    var drained: Bool { phase == .draining(lanesRunning: 0) && unacknowledged == 0 }
+    /// Drained once polling and the lanes have stopped and every job taken is acknowledged or abandoned.
+    func drainStep() -> DrainStep {
+        phase == .draining(lanesRunning: 0) && unacknowledged == 0 ? .drained : .wait
+    }
 
     private var isDraining: Bool {
         if case .draining = phase { true } else { false }

@@ -87,7 +87,7 @@ enum VerdictsTable {
 
     /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
     /// re-attestation of the same key; the counter never moves back). One row, whatever happened. A jobId
-    /// stored in any partition is skipped (ON CONFLICT sees its own partition only); `JobLocks` before it
+    /// stored in any partition is skipped (ON CONFLICT sees its own partition only); `BatchLocks` before it
     /// makes that hold for a concurrent insert too.
     struct Attestation: PGOneRowStatement {
         static let sql = """
@@ -149,12 +149,12 @@ enum VerdictsTable {
     ///
     /// A key's accepted assertions in a batch were decided in order, each above the one before, so the
     /// key's counter moves to the highest of them when the stored counter is below the lowest, which is
-    /// what applying them one by one would do. When it is not (another writer moved it), none of the
-    /// key's assertions is stored and each is reported a counter conflict, to be decided again against
-    /// the stored counter. The condition is in the UPDATE itself, so a concurrent writer's change is
+    /// what applying them one by one would do. When it is not (a writer that took no key lock moved it), none of
+    /// the key's assertions is stored and each is reported a counter conflict (the worker's batch then runs
+    /// again whole). The condition is in the UPDATE itself, so a concurrent writer's change is
     /// re-checked under the row lock, and the rows are locked in key order first (`locked`) so that two
     /// batches cannot deadlock on them; verdicts are inserted in jobId order for the same reason. `decided`
-    /// probes every partition, after `JobLocks`, so a jobId stored in another partition is skipped. Stored
+    /// probes every partition, after `BatchLocks`, so a jobId stored in another partition is skipped. Stored
     /// verdicts are looked up one by one through the primary key
     /// (LATERAL … LIMIT 1 cannot become a join that scans the table, whatever plan the cached statement
     /// settles on).
