@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import PostgresClient
 
@@ -38,6 +39,13 @@ struct PhaseCost {
     var brokerSeconds: Double?
     var benchSeconds: Double?
     var walBytes: Int64
+
+    /// The cost of the next `seconds`, waited out here (the idle window: nothing in flight).
+    static func over(seconds: Double, _ processes: Processes, connection: PGReconnectingConnection) throws -> PhaseCost {
+        let before = try Reading.now(processes, connection: connection)
+        Thread.sleep(forTimeInterval: seconds)
+        return try since(before, processes, connection: connection)
+    }
 
     /// The cost between `before` and now.
     static func since(_ before: Reading, _ processes: Processes, connection: PGReconnectingConnection) throws -> PhaseCost {

@@ -15,7 +15,7 @@ import Worker
 /// measured in the same run, with every job checked for loss and double decisions.
 struct PipelineBenchmark: Subcommand {
     static let help = """
-        usage: attest-bench pipeline [--json] [--devices N] [--android-share F] [--latency-seconds S] [--threads T]
+        usage: attest-bench pipeline [--json] [--devices N] [--android-share F] [--latency-seconds S] [--idle-seconds S] [--threads T]
                                      [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
                                      [--database-url URL] [--worker PATH] [--rate R] [--fetch-wait-ms W]
                                      [--producer-linger-ms L]
@@ -55,6 +55,11 @@ struct PipelineBenchmark: Subcommand {
                       process can be); the same three CPU figures per job of the latency phase (smaller
                       batches: more of each batch's fixed cost per job); the WAL bytes written; and over every phase, rows inserted, updated
                       and deleted in the user tables.
+          idle        between the throughput and latency phases, S seconds (--idle-seconds S, default
+                      5; 0: none) with no job in flight: the worker's, PostgreSQL's and the broker's CPU
+                      per second, what they spend whatever the rate (consumers fetching at their fetch
+                      wait, background work such as autovacuum after the throughput phase); at R jobs/s,
+                      R jobs share each second of it.
           requests    over the latency phase, per job: the requests each client sent the broker, by
                       request (this process's job producer and verdict reader from their librdkafka
                       statistics, the worker's consumer and producer from its attest_kafka_requests_total;
@@ -86,7 +91,7 @@ struct PipelineBenchmark: Subcommand {
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "producingP50Ms", "producingP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
         "benchCpuMsPerJob", "verificationShareOfCpu", "latencyPhaseCpuMsPerJob": {"worker",
-        "postgres", "broker"}, "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
+        "postgres", "broker"}, "idleCpuMsPerSec": {"worker", "postgres", "broker"} (null without an idle window), "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
         "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
         "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
         off); jobs is the throughput phase's count, androidShare the share of devices that are Android ones
@@ -100,6 +105,8 @@ struct PipelineBenchmark: Subcommand {
         /// The share of devices that are Android devices (`--android-share`).
         var androidShare = 0.25
         var latencySeconds = 10.0
+        /// The idle window's length (`--idle-seconds`); 0: none.
+        var idleSeconds = 5.0
         /// The latency phase's rate, jobs/s; nil: half the measured throughput.
         var rate: Double?
         var postgresPid: Int32?
@@ -118,6 +125,7 @@ struct PipelineBenchmark: Subcommand {
                 androidShare = value
             }
             if let seconds = try args.integer("latency-seconds", min: 1) { latencySeconds = Double(seconds) }
+            if let seconds = try args.integer("idle-seconds", min: 0) { idleSeconds = Double(seconds) }
             if let rate = try args.integer("rate", min: 1) { self.rate = Double(rate) }
             postgresPid = try Self.pid(&args, "postgres-pid")
             brokerPid = try Self.pid(&args, "broker-pid")
@@ -158,6 +166,9 @@ struct PipelineBenchmark: Subcommand {
         var latencyCost: PhaseCost
         /// The requests every client sent the broker over the latency phase (and the second after it).
         var latencyRequests: BrokerRequestTally
+        /// The idle window's cost and length; nil when there was none.
+        var idleCost: PhaseCost?
+        var idleSeconds: Double
         var rowsWritten: Int64
         var allJobs: Int
         var lost: Int
@@ -196,6 +207,11 @@ struct PipelineBenchmark: Subcommand {
                     ("worker", perJob(latencyCost.workerSeconds, latencyJobs)), ("postgres", perJob(latencyCost.postgresSeconds, latencyJobs)),
                     ("broker", perJob(latencyCost.brokerSeconds, latencyJobs)),
                 ])),
+                ("idleCpuMsPerSec", idleCost.map { idle in
+                    .object([("worker", idle.workerSeconds), ("postgres", idle.postgresSeconds), ("broker", idle.brokerSeconds)].map { name, seconds in
+                        (name, seconds.map { .double(($0 * 1000 / idleSeconds * 10).rounded() / 10) } ?? .null)
+                    })
+                } ?? .null),
                 ("latencyRequestsPerJob", .object(latencyRequests.clients.sorted { $0.key < $1.key }.map { client, requests in
                     (client, .object(requests.counts.sorted { $0.key < $1.key }.map { name, count in
                         (name, .double((Double(count) / Double(max(1, latencyJobs)) * 1000).rounded() / 1000))
@@ -250,6 +266,14 @@ struct PipelineBenchmark: Subcommand {
 
         private static func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }
 
+        /// CPU seconds of the idle window as milliseconds per second, and per job at the latency phase's rate.
+        private func idleText(_ seconds: Double?) -> String {
+            guard idleCost != nil else { return "       — (no idle window)" }
+            guard let seconds else { return "       — (no PID)" }
+            let perSecond = seconds * 1000 / idleSeconds
+            return String(format: "%8.1f ms/s (%.3f ms/job at %.0f jobs/s)", perSecond, perSecond / max(1, latencyRate), latencyRate)
+        }
+
         var table: String {
             func row(_ name: String, _ value: String) -> String {
                 name.padding(toLength: 44, withPad: " ", startingAt: 0) + value
@@ -284,6 +308,9 @@ struct PipelineBenchmark: Subcommand {
                 row("CPU, latency phase: worker", cpuText(latencyCost.workerSeconds, latencyJobs)),
                 row("  PostgreSQL", cpuText(latencyCost.postgresSeconds, latencyJobs)),
                 row("  broker", cpuText(latencyCost.brokerSeconds, latencyJobs)),
+                row("CPU, idle: worker", idleText(idleCost?.workerSeconds)),
+                row("  PostgreSQL", idleText(idleCost?.postgresSeconds)),
+                row("  broker", idleText(idleCost?.brokerSeconds)),
                 row("broker requests, latency phase", String(format: "%8.2f per job", Double(latencyRequests.total) / Double(max(1, latencyJobs)))),
             ]
             let requests: [String] = latencyRequests.rows.prefix(6).map { entry in
@@ -373,6 +400,8 @@ struct PipelineBenchmark: Subcommand {
         Self.note(String(format: "throughput: %.0f jobs/s end to end", jobsPerSec))
         let rate = options.rate ?? jobsPerSec / 2
         let paced = try mint(max(1, Int((rate * options.latencySeconds).rounded(.up)) / 10), "l")
+        // Nothing in flight: what each process spends whatever the rate.
+        let idleCost = try options.idleSeconds > 0 ? PhaseCost.over(seconds: options.idleSeconds, processes, connection: rig.connection) : nil
         Self.note(String(format: "latency: producing %d jobs at %.0f jobs/s", paced.jobs.count, rate))
         let opening = try WorkerScrape.metrics(port: live.opsPort)
         let requestsBefore = pipeline.requests(workerExposition: opening)
@@ -404,7 +433,7 @@ struct PipelineBenchmark: Subcommand {
             coreJobsPerSec: Double(firstHalf.jobs + secondHalf.jobs) / (firstHalf.seconds + secondHalf.seconds),
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
             p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, latencyCost: latencyCost,
-            latencyRequests: latencyRequests, rowsWritten: rowsAfter.total &- rowsBefore.total,
+            latencyRequests: latencyRequests, idleCost: idleCost, idleSeconds: options.idleSeconds, rowsWritten: rowsAfter.total &- rowsBefore.total,
             allJobs: warmUp.jobs.count + stream.jobs.count + paced.jobs.count, lost: check.lost, duplicates: check.duplicates, copies: check.copies,
             unexpected: check.unexpected, receiptRefresh: options.receiptRefresh, refreshes: refreshes, refreshesInFlight: inFlight)
     }
