@@ -5,11 +5,13 @@ import PostgresClient
 enum AndroidStatusListTable {
     /// What a round reads every time: the stored list's digest, size and age, and when its next fetch is due.
     struct Current: PGOptionalRowStatement {
-        static let sql = """
+        var query: PGQuery {
+            """
             SELECT sha256, entries, source, (extract(epoch FROM fetched_at) * 1000000)::bigint AS fetched_at_us,
                 (extract(epoch FROM next_fetch_at) * 1000000)::bigint AS next_fetch_at_us
             FROM android_status_list
             """
+        }
 
         struct Row: PGRowDecodable {
             let sha256: [UInt8]
@@ -30,10 +32,12 @@ enum AndroidStatusListTable {
 
     /// The stored list with its bytes, read only when its digest differs from the one a worker holds.
     struct Body: PGOptionalRowStatement {
-        static let sql = """
+        var query: PGQuery {
+            """
             SELECT body, sha256, source, (extract(epoch FROM fetched_at) * 1000000)::bigint AS fetched_at_us
             FROM android_status_list
             """
+        }
 
         struct Row: PGRowDecodable {
             let body: [UInt8]
@@ -53,44 +57,53 @@ enum AndroidStatusListTable {
     /// Takes the due fetch: moves next_fetch_at to `leaseUntil` when it is due at `now`, so the other
     /// workers' rounds find it not due. One row changed: this worker fetches; none: not due, or another's.
     struct TakeFetch: PGAffectedRowsStatement {
-        static let sql = """
-            UPDATE android_status_list SET next_fetch_at = $2::timestamptz WHERE next_fetch_at <= $1::timestamptz
-            """
-        let parameters: [PGValue]
+        let now: Timestamp
+        let leaseUntil: Timestamp
 
-        init(now: Timestamp, leaseUntil: Timestamp) {
-            parameters = [.text(now.rfc3339), .text(leaseUntil.rfc3339)]
+        var query: PGQuery {
+            """
+            UPDATE android_status_list SET next_fetch_at = \(leaseUntil)::timestamptz WHERE next_fetch_at <= \(now)::timestamptz
+            """
         }
     }
 
     /// Stores a list unless the stored one is newer (a list from a file older than what was fetched since).
     struct Store: PGAffectedRowsStatement {
-        static let sql = """
+        let body: [UInt8]
+        let sha256: [UInt8]
+        let entries: Int
+        let source: String
+        let fetchedAt: Timestamp
+        let nextFetchAt: Timestamp
+
+        var query: PGQuery {
+            """
             INSERT INTO android_status_list (body, sha256, entries, source, fetched_at, next_fetch_at)
-            VALUES ($1, $2, $3, $4, $5::timestamptz, $6::timestamptz)
+            VALUES (\(body), \(sha256), \(entries), \(source), \(fetchedAt)::timestamptz, \(nextFetchAt)::timestamptz)
             ON CONFLICT (id) DO UPDATE SET body = excluded.body, sha256 = excluded.sha256, entries = excluded.entries,
                 source = excluded.source, fetched_at = excluded.fetched_at, next_fetch_at = excluded.next_fetch_at,
                 last_failure = NULL, last_failure_at = NULL
             WHERE android_status_list.fetched_at <= excluded.fetched_at
             """
-        let parameters: [PGValue]
-
-        init(body: [UInt8], sha256: [UInt8], entries: Int, source: String, fetchedAt: Timestamp, nextFetchAt: Timestamp) {
-            parameters = [
-                .bytes(body), .bytes(sha256), .int(Int64(entries)), .text(source), .text(fetchedAt.rfc3339), .text(nextFetchAt.rfc3339),
-            ]
         }
     }
 
     /// A fetch that failed: why and when, and when to try again; the stored list stays.
     struct Failure: PGAffectedRowsStatement {
-        static let sql = """
-            UPDATE android_status_list SET last_failure = $1, last_failure_at = $2::timestamptz, next_fetch_at = $3::timestamptz
-            """
-        let parameters: [PGValue]
+        let reason: String
+        let now: Timestamp
+        let retryAt: Timestamp
 
         init(reason: String, at now: Timestamp, retryAt: Timestamp) {
-            parameters = [.text(String(reason.prefix(512))), .text(now.rfc3339), .text(retryAt.rfc3339)]
+            self.reason = String(reason.prefix(512))
+            self.now = now
+            self.retryAt = retryAt
+        }
+
+        var query: PGQuery {
+            """
+            UPDATE android_status_list SET last_failure = \(reason), last_failure_at = \(now)::timestamptz, next_fetch_at = \(retryAt)::timestamptz
+            """
         }
     }
 }
