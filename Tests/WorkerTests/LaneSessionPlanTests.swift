@@ -2,6 +2,7 @@ import AttestCore
 import Foundation
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// A lane's sessions read the verdicts partitions through their indexes even where the planner believes a

@@ -4,6 +4,7 @@ import AttestVerifier
 import DeviceIntelligence
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The store's statements against the migrated schema, field by field: a statement whose row reads a

@@ -46,7 +46,7 @@ enum ReceiptRefreshTable {
     struct Settle: PGAffectedRowsStatement {
         let keyId: [UInt8]
         let owner: String
-        let next: RefreshPlanner.Next
+        let next: NextRefresh
         let now: Timestamp
         /// Whether Apple was asked (a wait decided here is not an attempt).
         let called: Bool
@@ -54,7 +54,7 @@ enum ReceiptRefreshTable {
         var query: PGQuery {
             """
             UPDATE receipt_refresh SET next_due_at = \(next.dueAt)::timestamptz, attempts = \(next.attempts),
-                last_status = \(next.status.rawValue), last_error = \(next.error.map(RefreshPlanner.bounded)),
+                last_status = \(next.status.rawValue), last_error = \(next.error.map(NextRefresh.bounded)),
                 last_attempt_at = CASE WHEN \(called) THEN \(now)::timestamptz ELSE last_attempt_at END,
                 refreshed_at = CASE WHEN \(next.status.rawValue) = 'refreshed' THEN \(now)::timestamptz ELSE refreshed_at END,
                 lease_owner = NULL, lease_expires_at = NULL
@@ -107,7 +107,7 @@ enum ReceiptRefreshTable {
                 FROM devices d
                 WHERE d.team_id = \(teamId) AND s.key_id = d.key_id AND s.next_due_at < \(until)::timestamptz AND s.lease_owner IS NULL)
             INSERT INTO receipt_refresh_teams (team_id, paused_until, status, reason, updated_at)
-            VALUES (\(teamId), \(until)::timestamptz, \(status), \(RefreshPlanner.bounded(reason)), \(now)::timestamptz)
+            VALUES (\(teamId), \(until)::timestamptz, \(status), \(NextRefresh.bounded(reason)), \(now)::timestamptz)
             ON CONFLICT (team_id) DO UPDATE SET paused_until = greatest(receipt_refresh_teams.paused_until, EXCLUDED.paused_until),
                 status = EXCLUDED.status, reason = EXCLUDED.reason, updated_at = EXCLUDED.updated_at
             """

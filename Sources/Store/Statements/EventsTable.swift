@@ -4,7 +4,7 @@ import PostgresClient
 
 /// The SQL of the events outbox (`events`, migration 0009): the rows a batch's commit writes with their
 /// causes, and the publisher's claim, mark, purge and grace check.
-enum EventsTable {
+public enum EventsTable {
     /// Writes these events to the outbox, each at most once: an event already there (the same cause
     /// written by a redelivery or another worker) is left as it is. Run it in the transaction that stores
     /// the events' cause, so an event exists exactly when its cause does.
@@ -128,11 +128,16 @@ enum EventsTable {
     /// The grace periods that passed by `now` without their `mad.grace_ended` event: each is marked on its
     /// quota row (which outlives the event's purge, so it is written once) and its event written, up to
     /// `limit` per statement, rows another publisher is marking skipped.
-    struct GraceEnded: PGAffectedRowsStatement {
+    public struct GraceEnded: PGAffectedRowsStatement {
         let now: Timestamp
         let limit: Int
 
-        var query: PGQuery {
+        public init(now: Timestamp, limit: Int) {
+            self.now = now
+            self.limit = limit
+        }
+
+        public var query: PGQuery {
             """
             WITH due AS (
                 SELECT q.team_id, q.bundle_id, q.month, \(unescaped: graceEndSQL) AS grace_end
@@ -158,11 +163,13 @@ enum EventsTable {
     /// another publisher holds are skipped, so two publishers never send one event at the same time. Only
     /// the kinds this build knows: a newer worker's kind waits for a newer publisher instead of failing
     /// every claim.
-    struct Claim: PGStatement {
-        typealias Row = OutboxEvent
+    public struct Claim: PGStatement {
+        public typealias Row = OutboxEvent
         let limit: Int
 
-        var query: PGQuery {
+        public init(limit: Int) { self.limit = limit }
+
+        public var query: PGQuery {
             """
             SELECT event_id, kind, partition_key, team_id, bundle_id,
                 (extract(epoch FROM occurred_at) * 1000000)::bigint AS occurred_at_us, detail::text AS detail
@@ -174,43 +181,50 @@ enum EventsTable {
     }
 
     /// Marks these events published (the broker acknowledged them) at `now`.
-    struct MarkPublished: PGAffectedRowsStatement {
+    public struct MarkPublished: PGAffectedRowsStatement {
         let eventIds: [String]
         let now: Timestamp
 
-        init(_ eventIds: [String], now: Timestamp) {
+        public init(_ eventIds: [String], now: Timestamp) {
             self.eventIds = eventIds
             self.now = now
         }
 
-        var query: PGQuery { "UPDATE events SET published_at = \(now)::timestamptz WHERE event_id = ANY(\(eventIds)::text[])" }
+        public var query: PGQuery { "UPDATE events SET published_at = \(now)::timestamptz WHERE event_id = ANY(\(eventIds)::text[])" }
     }
 
     /// Deletes up to `limit` events published before `before`.
     /// How long the oldest unpublished event has waited, by the database's clock (the one that stamped
     /// it); 0 when none waits. Read from the unpublished rows' index: one row, however long the backlog.
-    struct OldestUnpublished: PGOneRowStatement {
-        var query: PGQuery {
+    public struct OldestUnpublished: PGOneRowStatement {
+        public init() {}
+
+        public var query: PGQuery {
             """
             SELECT coalesce(extract(epoch FROM now() - min(created_at)) * 1000, 0)::bigint AS age_ms
             FROM events WHERE published_at IS NULL
             """
         }
 
-        struct Row: PGRowDecodable {
-            let seconds: Double
-            init(row: PGRow) throws(PGError) {
+        public struct Row: PGRowDecodable {
+            public let seconds: Double
+            public init(row: PGRow) throws(PGError) {
                 let milliseconds: Int64 = try row.decode("age_ms")
                 seconds = Double(milliseconds) / 1000
             }
         }
     }
 
-    struct Purge: PGAffectedRowsStatement {
+    public struct Purge: PGAffectedRowsStatement {
         let before: Timestamp
         let limit: Int
 
-        var query: PGQuery {
+        public init(before: Timestamp, limit: Int) {
+            self.before = before
+            self.limit = limit
+        }
+
+        public var query: PGQuery {
             """
             DELETE FROM events WHERE event_id IN (
                 SELECT event_id FROM events WHERE published_at < \(before)::timestamptz

@@ -1,11 +1,13 @@
 import AttestCore
 import PostgresClient
 
-/// The SQL of `android_status_list` (migration 0015; ``AndroidStatusListRefresher`` carries out the rules).
-enum AndroidStatusListTable {
+/// The SQL of `android_status_list` (migration 0015; the worker's `AndroidStatusListRefresher` carries out the rules).
+public enum AndroidStatusListTable {
     /// What a round reads every time: the stored list's digest, size and age, and when its next fetch is due.
-    struct Current: PGOptionalRowStatement {
-        var query: PGQuery {
+    public struct Current: PGOptionalRowStatement {
+        public init() {}
+
+        public var query: PGQuery {
             """
             SELECT sha256, entries, source, (extract(epoch FROM fetched_at) * 1000000)::bigint AS fetched_at_us,
                 (extract(epoch FROM next_fetch_at) * 1000000)::bigint AS next_fetch_at_us
@@ -13,14 +15,14 @@ enum AndroidStatusListTable {
             """
         }
 
-        struct Row: PGRowDecodable {
-            let sha256: [UInt8]
-            let entries: Int
-            let source: String
-            let fetchedAt: Timestamp
-            let nextFetchAt: Timestamp
+        public struct Row: PGRowDecodable {
+            public let sha256: [UInt8]
+            public let entries: Int
+            public let source: String
+            public let fetchedAt: Timestamp
+            public let nextFetchAt: Timestamp
 
-            init(row: PGRow) throws(PGError) {
+            public init(row: PGRow) throws(PGError) {
                 sha256 = try row.decode("sha256")
                 entries = try row.decode("entries")
                 source = try row.decode("source")
@@ -31,21 +33,23 @@ enum AndroidStatusListTable {
     }
 
     /// The stored list with its bytes, read only when its digest differs from the one a worker holds.
-    struct Body: PGOptionalRowStatement {
-        var query: PGQuery {
+    public struct Body: PGOptionalRowStatement {
+        public init() {}
+
+        public var query: PGQuery {
             """
             SELECT body, sha256, source, (extract(epoch FROM fetched_at) * 1000000)::bigint AS fetched_at_us
             FROM android_status_list
             """
         }
 
-        struct Row: PGRowDecodable {
-            let body: [UInt8]
-            let sha256: [UInt8]
-            let source: String
-            let fetchedAt: Timestamp
+        public struct Row: PGRowDecodable {
+            public let body: [UInt8]
+            public let sha256: [UInt8]
+            public let source: String
+            public let fetchedAt: Timestamp
 
-            init(row: PGRow) throws(PGError) {
+            public init(row: PGRow) throws(PGError) {
                 body = try row.decode("body")
                 sha256 = try row.decode("sha256")
                 source = try row.decode("source")
@@ -56,11 +60,16 @@ enum AndroidStatusListTable {
 
     /// Takes the due fetch: moves next_fetch_at to `leaseUntil` when it is due at `now`, so the other
     /// workers' rounds find it not due. One row changed: this worker fetches; none: not due, or another's.
-    struct TakeFetch: PGAffectedRowsStatement {
+    public struct TakeFetch: PGAffectedRowsStatement {
         let now: Timestamp
         let leaseUntil: Timestamp
 
-        var query: PGQuery {
+        public init(now: Timestamp, leaseUntil: Timestamp) {
+            self.now = now
+            self.leaseUntil = leaseUntil
+        }
+
+        public var query: PGQuery {
             """
             UPDATE android_status_list SET next_fetch_at = \(leaseUntil)::timestamptz WHERE next_fetch_at <= \(now)::timestamptz
             """
@@ -68,7 +77,7 @@ enum AndroidStatusListTable {
     }
 
     /// Stores a list unless the stored one is newer (a list from a file older than what was fetched since).
-    struct Store: PGAffectedRowsStatement {
+    public struct Store: PGAffectedRowsStatement {
         let body: [UInt8]
         let sha256: [UInt8]
         let entries: Int
@@ -76,7 +85,16 @@ enum AndroidStatusListTable {
         let fetchedAt: Timestamp
         let nextFetchAt: Timestamp
 
-        var query: PGQuery {
+        public init(body: [UInt8], sha256: [UInt8], entries: Int, source: String, fetchedAt: Timestamp, nextFetchAt: Timestamp) {
+            self.body = body
+            self.sha256 = sha256
+            self.entries = entries
+            self.source = source
+            self.fetchedAt = fetchedAt
+            self.nextFetchAt = nextFetchAt
+        }
+
+        public var query: PGQuery {
             """
             INSERT INTO android_status_list (body, sha256, entries, source, fetched_at, next_fetch_at)
             VALUES (\(body), \(sha256), \(entries), \(source), \(fetchedAt)::timestamptz, \(nextFetchAt)::timestamptz)
@@ -89,18 +107,18 @@ enum AndroidStatusListTable {
     }
 
     /// A fetch that failed: why and when, and when to try again; the stored list stays.
-    struct Failure: PGAffectedRowsStatement {
+    public struct Failure: PGAffectedRowsStatement {
         let reason: String
         let now: Timestamp
         let retryAt: Timestamp
 
-        init(reason: String, at now: Timestamp, retryAt: Timestamp) {
+        public init(reason: String, at now: Timestamp, retryAt: Timestamp) {
             self.reason = String(reason.prefix(512))
             self.now = now
             self.retryAt = retryAt
         }
 
-        var query: PGQuery {
+        public var query: PGQuery {
             """
             UPDATE android_status_list SET last_failure = \(reason), last_failure_at = \(now)::timestamptz, next_fetch_at = \(retryAt)::timestamptz
             """
