@@ -63,12 +63,21 @@ let package = Package(
         // The HTTP surface (owner of the libmicrohttpd daemon), the Prometheus registry, health endpoints, the
         // structured logger.
         .target(name: "Observability", dependencies: ["AttestCore", "CMicroHTTPD", "Durations", "Lifecycle"]),
-        // The service: configuration, storage, the consume → verify → store → publish pipeline.
+        // The worker's PostgreSQL storage: the schema's migrations and their migrator, the typed statements by
+        // table, the stores over them (verdicts, devices, intelligence, challenges, keys, tokens, events
+        // outbox, receipt refresh), partition retention, and the values they read and write.
+        .target(
+            name: "Store",
+            dependencies: ["AppleReceipts", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
+                "PostgresClient", "Observability", "Lifecycle"],
+            resources: [.copy("Migrations")]
+        ),
+        // The service: configuration, the consume → verify → store → publish pipeline, its HTTP endpoints and
+        // background tasks.
         .target(
             name: "Worker",
             dependencies: ["AppleReceipts", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
-                "HTTPClient", "KafkaClient", "PostgresClient", "Observability", "Durations", "ConcurrentMap", "Lifecycle"],
-            resources: [.copy("Migrations")]
+                "HTTPClient", "KafkaClient", "PostgresClient", "Observability", "Durations", "ConcurrentMap", "Lifecycle", "Store"]
         ),
         // A backend's client: publish a job with a reply topic of its own, await its verdict (attest-worker submit),
         // and spend a limited-use verdict token at the worker (POST /v1/tokens/consume).
@@ -79,12 +88,12 @@ let package = Package(
         .executableTarget(
             name: "attest-worker",
             dependencies: ["AttestCLI", "AttestClient", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens",
-                "Worker", "DeviceIntelligence", "Durations", "HTTPClient", "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
+                "Worker", "Store", "DeviceIntelligence", "Durations", "HTTPClient", "KafkaClient", "Lifecycle", "Observability", "PostgresClient"]
         ),
         // Benchmarks and load harnesses: minted workloads driving the attest-worker built beside it.
         .executableTarget(
             name: "attest-bench",
-            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker",
+            dependencies: ["AttestCLI", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "Worker", "Store",
                 "KafkaClient", "PostgresClient", "ConcurrentMap", "Observability"]
         ),
 
@@ -113,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "WorkerTests",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence",
-                "Worker", "KafkaClient", "Lifecycle", "PostgresClient", "Observability"]
+                "Worker", "Store", "KafkaClient", "Lifecycle", "PostgresClient", "Observability"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

@@ -77,6 +77,9 @@ public struct PGArray: Sendable, Equatable {
 
     /// Instants as microseconds since the Unix epoch (sent as PostgreSQL's microseconds since 2000-01-01).
     public static func timestamptz(unixMicroseconds elements: [Int64?]) -> PGArray {
-        PGArray(Element.timestamptz, elements) { append($0 - 946_684_800_000_000, to: &$1) }
+        PGArray(Element.timestamptz, elements) { append($0 - postgresEpochOffset, to: &$1) }
     }
+
+    /// PostgreSQL's binary timestamps count from 2000-01-01; this many microseconds after the Unix epoch.
+    static let postgresEpochOffset: Int64 = 946_684_800_000_000
 }

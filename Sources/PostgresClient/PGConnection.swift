@@ -65,8 +65,14 @@ public final class PGConnection: @unchecked Sendable {
         for (name, value) in Self.sessionDefaults.merging(settings, uniquingKeysWith: { _, given in given })
             .sorted(by: { $0.key < $1.key })
         {
-            try execute("SELECT set_config($1, $2, false)", [.text(name), .text(value)])
+            try execute(SetConfig(name: name, value: value))
         }
+    }
+
+    private struct SetConfig: PGCommandStatement {
+        let name: String
+        let value: String
+        var query: PGQuery { "SELECT set_config(\(name), \(value), false)" }
     }
 
     /// What every session sets before its first statement (`settings` may override them). Every statement

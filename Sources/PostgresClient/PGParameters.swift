@@ -19,6 +19,7 @@ struct PGParameters {
     private static let int8OID: Oid = 20
     private static let boolOID: Oid = 16
     private static let byteaOID: Oid = 17
+    private static let timestamptzOID: Oid = 1184
 
     /// Encodes `values`; throws (before anything is sent) when one cannot be represented.
     init(_ values: [PGValue]) throws(PGError) {
@@ -45,6 +46,12 @@ struct PGParameters {
                 append(type: Self.boolOID, format: 0, bytes: Array((flag ? "t" : "f").utf8) + [0])
             case .bytes(let bytes):
                 append(type: Self.byteaOID, format: 1, bytes: bytes)
+            case .timestamptz(let unixMicroseconds):
+                let (since2000, overflow) = unixMicroseconds.subtractingReportingOverflow(PGArray.postgresEpochOffset)
+                guard !overflow else {
+                    throw PGError(code: .invalidParameter, message: "parameter $\(index + 1) is outside timestamptz's range")
+                }
+                append(type: Self.timestamptzOID, format: 1, bytes: withUnsafeBytes(of: since2000.bigEndian, Array.init))
             case .array(let array):
                 guard !array.containsNUL else {
                     throw PGError(

@@ -41,7 +41,10 @@ public struct PGPipeline: Sendable {
     }
 
     fileprivate var untyped: [(sql: String, params: [PGValue])] {
-        statements.map { (type(of: $0).sql, $0.parameters) }
+        statements.map { statement in
+            let query = statement.query
+            return (query.sql, query.binds)
+        }
     }
 }
 

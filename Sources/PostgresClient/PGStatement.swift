@@ -1,5 +1,6 @@
-/// One SQL statement as a type: its SQL (fixed, so nothing in it is ever built from input), the
-/// parameters it binds, the row its result decodes into by column name, and what the caller gets back.
+/// One SQL statement as a type: its query (SQL fixed in the code, so nothing in it is ever built from
+/// input, with the values it binds interpolated), the row its result decodes into by column name, and
+/// what the caller gets back.
 ///
 /// The result's shape is part of the type: a statement whose SQL promises one row is a
 /// ``PGOneRowStatement`` and hands back that row, so a missing row is an `.unexpectedRowCount` error,
@@ -11,18 +12,15 @@ public protocol PGStatement: Sendable {
     /// What the caller gets: every row by default.
     associatedtype Result: Sendable = [Row]
 
-    /// The statement's SQL, parameters as `$1…`.
-    static var sql: String { get }
-    /// The values bound to `$1…`, in order.
-    var parameters: [PGValue] { get }
+    /// The statement's SQL and values. Its text must not vary with the values, so that a statement type
+    /// is prepared once per connection (see ``PGQuery``).
+    var query: PGQuery { get }
     /// The result from the decoded rows: where a statement says how many rows its SQL promises (an
     /// instance method, so a statement answering once per input row can hold the count it promises).
     func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> Result
 }
 
 extension PGStatement {
-    public var parameters: [PGValue] { [] }
-
     /// Decodes every row of `rows`, then shapes them into the statement's result.
     func decode(_ rows: PGRows) throws(PGError) -> Result {
         let name = String(describing: Self.self)
@@ -104,19 +102,19 @@ extension PGAffectedRowsStatement {
 
 /// `BEGIN`, for pipelines that hold a transaction.
 public struct PGBegin: PGCommandStatement {
-    public static let sql = "BEGIN"
+    public var query: PGQuery { "BEGIN" }
     public init() {}
 }
 
 /// `COMMIT`, for pipelines that hold a transaction.
 public struct PGCommit: PGCommandStatement {
-    public static let sql = "COMMIT"
+    public var query: PGQuery { "COMMIT" }
     public init() {}
 }
 
 /// `ROLLBACK`, for ``PGConnection/transaction(_:)`` after a failed body.
 public struct PGRollback: PGCommandStatement {
-    public static let sql = "ROLLBACK"
+    public var query: PGQuery { "ROLLBACK" }
     public init() {}
 }
 
@@ -126,6 +124,7 @@ extension PGConnection {
     ///   not decode, `.unexpectedRowCount` when the result has fewer or more rows than the statement
     ///   promises.
     public func execute<S: PGStatement>(_ statement: S) throws(PGError) -> S.Result {
-        try statement.decode(execute(S.sql, statement.parameters))
+        let query = statement.query
+        return try statement.decode(execute(query.sql, query.binds))
     }
 }

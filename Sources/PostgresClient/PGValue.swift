@@ -1,8 +1,9 @@
 /// A value bound to a statement parameter (`$1`, `$2`, …).
 ///
 /// Values always travel separately from the SQL text, so nothing is ever escaped or interpolated: a
-/// string that looks like SQL stays a string. Everything except `bytes` and `array` is sent in text
-/// format; those go in binary format so arbitrary bytes (including NUL) arrive unchanged.
+/// string that looks like SQL stays a string. Everything except `bytes`, `timestamptz` and `array` is sent
+/// in text format; those go in binary format so arbitrary bytes (including NUL) arrive unchanged and an
+/// instant arrives as the exact microsecond, whatever the session's time zone or date style.
 public enum PGValue: Sendable, Equatable {
     /// SQL `NULL`.
     case null
@@ -18,6 +19,8 @@ public enum PGValue: Sendable, Equatable {
     case bytes([UInt8])
     /// A JSON document, sent untyped so it fits both `json` and `jsonb` columns.
     case json(String)
+    /// An instant as microseconds since the Unix epoch, sent as `timestamptz`.
+    case timestamptz(unixMicroseconds: Int64)
     /// A one-dimensional array of one element type, in binary format.
     case array(PGArray)
 }

@@ -6,6 +6,7 @@ import AttestVerifier
 import Foundation
 import KafkaClient
 import PostgresClient
+import Store
 import Worker
 
 /// What the end-to-end benchmarks (`attest-bench pipeline`, `attest-bench soak`) run on: a fresh test PKI

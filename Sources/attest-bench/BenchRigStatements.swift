@@ -5,7 +5,7 @@ import PostgresClient
 enum BenchRigStatements {
     /// The durability settings a run's numbers depend on.
     struct Durability: PGOneRowStatement {
-        static let sql = "SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit"
+        var query: PGQuery { "SELECT current_setting('fsync') AS fsync, current_setting('synchronous_commit') AS synchronous_commit" }
 
         struct Row: PGRowDecodable {
             let fsync: String
@@ -20,13 +20,15 @@ enum BenchRigStatements {
 
     /// SHA-256 of each verdict stored for the app, to compare with what was published.
     struct VerdictDigests: PGStatement {
-        static let sql = """
-            SELECT job_id, sha256(convert_to(verdict_json, 'UTF8')) AS digest FROM verdicts
-            WHERE team_id = $1 AND bundle_id = $2
-            """
-        let parameters: [PGValue]
+        let teamId: String
+        let bundleId: String
 
-        init(teamId: String, bundleId: String) { parameters = [.text(teamId), .text(bundleId)] }
+        var query: PGQuery {
+            """
+            SELECT job_id, sha256(convert_to(verdict_json, 'UTF8')) AS digest FROM verdicts
+            WHERE team_id = \(teamId) AND bundle_id = \(bundleId)
+            """
+        }
 
         struct Row: PGRowDecodable {
             let jobId: String
@@ -42,21 +44,23 @@ enum BenchRigStatements {
     /// Deletes the app's rows of every table, then the app (the receipt refresh tables are keyed by the
     /// devices' keys alone; every statement of the WITH sees the devices as they were before it).
     struct RemoveApp: PGCommandStatement {
-        static let sql = """
-            WITH k AS (SELECT key_id FROM devices WHERE team_id = $1 AND bundle_id = $2),
+        let teamId: String
+        let bundleId: String
+
+        var query: PGQuery {
+            """
+            WITH k AS (SELECT key_id FROM devices WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
             rr AS (DELETE FROM receipt_refresh WHERE key_id IN (SELECT key_id FROM k)),
             rm AS (DELETE FROM receipt_metrics WHERE key_id IN (SELECT key_id FROM k)),
-            v AS (DELETE FROM verdicts WHERE team_id = $1 AND bundle_id = $2),
-            d AS (DELETE FROM devices WHERE team_id = $1 AND bundle_id = $2),
-            m AS (DELETE FROM mad_devices WHERE team_id = $1 AND bundle_id = $2),
-            t AS (DELETE FROM mad_totals WHERE team_id = $1 AND bundle_id = $2),
-            q AS (DELETE FROM mad_quota_events WHERE team_id = $1 AND bundle_id = $2),
-            r AS (DELETE FROM device_risk WHERE team_id = $1 AND bundle_id = $2),
-            h AS (DELETE FROM device_risk_history WHERE team_id = $1 AND bundle_id = $2)
-            DELETE FROM apps WHERE team_id = $1 AND bundle_id = $2
+            v AS (DELETE FROM verdicts WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
+            d AS (DELETE FROM devices WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
+            m AS (DELETE FROM mad_devices WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
+            t AS (DELETE FROM mad_totals WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
+            q AS (DELETE FROM mad_quota_events WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
+            r AS (DELETE FROM device_risk WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
+            h AS (DELETE FROM device_risk_history WHERE team_id = \(teamId) AND bundle_id = \(bundleId))
+            DELETE FROM apps WHERE team_id = \(teamId) AND bundle_id = \(bundleId)
             """
-        let parameters: [PGValue]
-
-        init(teamId: String, bundleId: String) { parameters = [.text(teamId), .text(bundleId)] }
+        }
     }
 }

@@ -6,7 +6,7 @@ import PostgresClient
 enum DatabaseCost {
     /// The WAL position now, as PostgreSQL's text form of a pg_lsn.
     struct WALPosition: PGOneRowStatement {
-        static let sql = "SELECT pg_current_wal_lsn()::text AS lsn"
+        var query: PGQuery { "SELECT pg_current_wal_lsn()::text AS lsn" }
 
         struct Row: PGRowDecodable {
             let lsn: String
@@ -16,10 +16,9 @@ enum DatabaseCost {
 
     /// The WAL bytes written since `lsn` (a ``WALPosition``).
     struct WALBytesSince: PGOneRowStatement {
-        static let sql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint AS bytes"
-        let parameters: [PGValue]
+        let lsn: String
 
-        init(lsn: String) { parameters = [.text(lsn)] }
+        var query: PGQuery { "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), \(lsn)::pg_lsn)::bigint AS bytes" }
 
         struct Row: PGRowDecodable {
             let bytes: Int64
@@ -31,11 +30,13 @@ enum DatabaseCost {
     /// a backend reports its counts when it goes idle or exits, so the reading after a phase is taken
     /// once the worker has stopped.
     struct RowsWritten: PGOneRowStatement {
-        static let sql = """
+        var query: PGQuery {
+            """
             SELECT coalesce(sum(n_tup_ins), 0)::bigint AS inserted, coalesce(sum(n_tup_upd), 0)::bigint AS updated,
                 coalesce(sum(n_tup_del), 0)::bigint AS deleted
             FROM pg_stat_user_tables
             """
+        }
 
         struct Row: PGRowDecodable {
             let inserted: Int64

@@ -128,7 +128,7 @@ enum ReceiptRefreshBench {
 
     /// Devices whose refresh is leased now: requests in flight.
     struct InFlight: PGOneRowStatement {
-        static let sql = "SELECT count(*) AS leased FROM receipt_refresh WHERE lease_owner IS NOT NULL AND lease_expires_at > now()"
+        var query: PGQuery { "SELECT count(*) AS leased FROM receipt_refresh WHERE lease_owner IS NOT NULL AND lease_expires_at > now()" }
 
         struct Row: PGRowDecodable {
             let leased: Int64

@@ -5,6 +5,7 @@ import AttestTokens
 import AttestVerifier
 import DeviceIntelligence
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker app add|set|list`: registers apps and their policy (CONTRACT 5).

@@ -3,6 +3,7 @@ import AttestCore
 import Foundation
 import AttestJobs
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker app key add|list|revoke`: the API keys that authenticate `POST /v1/challenges` for one app.

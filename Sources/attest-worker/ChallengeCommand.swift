@@ -2,6 +2,7 @@ import AttestCLI
 import AttestCore
 import AttestJobs
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker challenge new`: issues one challenge through the database, exactly as `POST /v1/challenges`

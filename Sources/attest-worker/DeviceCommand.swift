@@ -3,6 +3,7 @@ import AttestCore
 import AttestJobs
 import Foundation
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker device show|revoke`: one attested key's device, and the operator's revocation of it.

@@ -3,6 +3,7 @@ import AttestCore
 import AttestJobs
 import Foundation
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker mad`: monthly active devices per app and UTC month, from the billing view.

@@ -1,5 +1,6 @@
 import AttestCLI
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker migrate`: applies the bundled SQL migrations that are missing (the worker also does this
@@ -8,7 +9,7 @@ enum MigrateCommand: Subcommand {
     static let help = """
         usage: attest-worker migrate [--database-url URL] [--config FILE]
 
-        Applies the numbered migrations bundled in this binary (Sources/Worker/Migrations, linked as
+        Applies the numbered migrations bundled in this binary (Sources/Store/Migrations, linked as
         Schemas/postgres) that the database lacks, in order, each in its own transaction; safe to run from
         several processes at once. docs/UPGRADING.md says when a running group must stop first.
 

@@ -5,6 +5,7 @@ import AttestVerifier
 import Foundation
 import Observability
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker receipt refresh|show`: one device's fraud-risk receipt, refreshed from a shell the way the

@@ -9,6 +9,7 @@ import KafkaClient
 import Lifecycle
 import Observability
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker run`: the worker service (CONTRACT 1, 5). Configuration from `--config FILE`/ATTEST_CONFIG and

@@ -4,6 +4,7 @@ import AttestJobs
 import AttestTokens
 import Foundation
 import PostgresClient
+import Store
 import Worker
 
 /// `attest-worker token jwks|verify|consume`: publishes the key set for verdict tokens, checks a token the

@@ -18,32 +18,29 @@ private struct Pair: PGRowDecodable, Equatable {
 }
 
 private struct Pairs: PGStatement {
-    static let sql = "SELECT word, number FROM unnest($1::text[], $2::int8[]) AS x(word, number) ORDER BY number"
     typealias Row = Pair
-    let parameters: [PGValue]
+    let query: PGQuery
 
     init(_ pairs: [(String?, Int64)]) {
-        parameters = [.array(.text(pairs.map(\.0))), .array(.int8(pairs.map(\.1)))]
+        query = "SELECT word, number FROM unnest(\(pairs.map(\.0))::text[], \(pairs.map(\.1))::int8[]) AS x(word, number) ORDER BY number"
     }
 }
 
 private struct OnePair: PGOneRowStatement {
-    static let sql = Pairs.sql
     typealias Row = Pair
-    let parameters: [PGValue]
-    init(_ pairs: [(String?, Int64)]) { parameters = Pairs(pairs).parameters }
+    let query: PGQuery
+    init(_ pairs: [(String?, Int64)]) { query = Pairs(pairs).query }
 }
 
 private struct MaybePair: PGOptionalRowStatement {
-    static let sql = Pairs.sql
     typealias Row = Pair
-    let parameters: [PGValue]
-    init(_ pairs: [(String?, Int64)]) { parameters = Pairs(pairs).parameters }
+    let query: PGQuery
+    init(_ pairs: [(String?, Int64)]) { query = Pairs(pairs).query }
 }
 
 /// One column read as `T`, from SQL the test chooses through the type.
 private struct Column<T: PGDecodable, SQL: SQLText>: PGOneRowStatement {
-    static var sql: String { SQL.text }
+    var query: PGQuery { PGQuery(stringLiteral: SQL.text) }
     struct Row: PGRowDecodable {
         let value: T
         init(row: PGRow) throws(PGError) { value = try row.decode("value") }
@@ -64,19 +61,19 @@ private enum SizeValue: SQLText { static let text = "SELECT 'medium'::text AS va
 private enum LargeValue: SQLText { static let text = "SELECT 'large'::text AS value" }
 
 private struct Insert: PGCommandStatement {
-    static let sql = "INSERT INTO typed VALUES ($1)"
-    let parameters: [PGValue]
-    init(_ n: Int64) { parameters = [.int(n)] }
+    let n: Int64
+    init(_ n: Int64) { self.n = n }
+    var query: PGQuery { "INSERT INTO typed VALUES (\(n))" }
 }
 
 private struct DeleteAbove: PGAffectedRowsStatement {
-    static let sql = "DELETE FROM typed WHERE n > $1"
-    let parameters: [PGValue]
-    init(_ n: Int64) { parameters = [.int(n)] }
+    let n: Int64
+    init(_ n: Int64) { self.n = n }
+    var query: PGQuery { "DELETE FROM typed WHERE n > \(n)" }
 }
 
 private struct CountRows: PGOneRowStatement {
-    static let sql = "SELECT count(*) AS n FROM typed"
+    var query: PGQuery { "SELECT count(*) AS n FROM typed" }
     struct Row: PGRowDecodable {
         let n: Int
         init(row: PGRow) throws(PGError) { n = try row.decode("n") }
@@ -194,7 +191,7 @@ struct StatementTests {
 }
 
 private struct CountRowsOfNothing: PGOneRowStatement {
-    static let sql = "SELECT count(*) AS n FROM generate_series(1, 0)"
+    var query: PGQuery { "SELECT count(*) AS n FROM generate_series(1, 0)" }
     struct Row: PGRowDecodable {
         let n: Int
         init(row: PGRow) throws(PGError) { n = try row.decode("n") }

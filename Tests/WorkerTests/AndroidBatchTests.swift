@@ -8,6 +8,7 @@ import DeviceIntelligence
 import Foundation
 import KafkaClient
 import PostgresClient
+import Store
 import Testing
 import Worker
 

@@ -2,6 +2,7 @@ import AttestCore
 import AttestTokens
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// `apps.custom_claims` through the apps statements: claims come back as registered, `app set` replaces

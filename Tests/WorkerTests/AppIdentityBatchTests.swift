@@ -4,6 +4,7 @@ import AttestJobs
 import AttestMint
 import AttestVerifier
 import KafkaClient
+import Store
 import Testing
 import Worker
 

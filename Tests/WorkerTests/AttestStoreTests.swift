@@ -3,6 +3,7 @@ import AttestJobs
 import Foundation
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The batch commit's set-based statement against the ops/stack PostgreSQL, in a schema of its own: the

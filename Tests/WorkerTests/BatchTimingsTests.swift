@@ -7,6 +7,7 @@ import DeviceIntelligence
 import Foundation
 import KafkaClient
 import PostgresClient
+import Store
 import Testing
 import Worker
 

@@ -5,6 +5,7 @@ import Observability
 import PostgresClient
 import Synchronization
 import Testing
+@testable import Store
 @testable import Worker
 
 /// Issue 11 item 9: who may issue challenges, and the rate limits every worker shares.

@@ -7,6 +7,7 @@ import Foundation
 import KafkaClient
 import Observability
 import PostgresClient
+import Store
 import Synchronization
 import Testing
 import Worker

@@ -2,6 +2,7 @@ import AttestCore
 import AttestCrypto
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The consume statement's window against the ops/stack PostgreSQL: a challenge admits a job only when

@@ -5,6 +5,7 @@ import AttestMint
 import AttestVerifier
 import Foundation
 import KafkaClient
+import Store
 import Testing
 import Worker
 

@@ -2,6 +2,7 @@ import AttestCore
 import AttestJobs
 import AttestMint
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The device cache the lanes share: what one lane read must not be undone by another's older record.

@@ -3,6 +3,7 @@ import AttestJobs
 import AttestMint
 import DeviceIntelligence
 import KafkaClient
+import Store
 import Testing
 import Worker
 

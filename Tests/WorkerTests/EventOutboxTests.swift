@@ -4,6 +4,7 @@ import Foundation
 import PostgresClient
 import Testing
 @testable import DeviceIntelligence
+@testable import Store
 @testable import Worker
 
 /// The events outbox (migration 0009) against the ops/stack PostgreSQL: the event JSON and its ids, the

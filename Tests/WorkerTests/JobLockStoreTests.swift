@@ -4,6 +4,7 @@ import Foundation
 import PostgresClient
 import Synchronization
 import Testing
+@testable import Store
 @testable import Worker
 
 /// One verdict per jobId across partitions without a trigger (migration 0013), against the ops/stack

@@ -2,6 +2,7 @@ import AttestCore
 import Foundation
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// A lane's sessions read the verdicts partitions through their indexes even where the planner believes a
@@ -17,7 +18,7 @@ import Testing
         try db.connection.execute("ANALYZE verdicts")
         let probe = VerdictsTable.Stored(jobs: [ScopedJobId(app: R.app, jobId: "j1"), ScopedJobId(app: R.app, jobId: "j2")])
         func plan(_ connection: PGConnection) throws -> String {
-            let rows = try connection.execute("EXPLAIN " + VerdictsTable.Stored.sql, probe.parameters)
+            let rows = try connection.execute("EXPLAIN " + probe.query.sql, probe.query.binds)
             return (0..<rows.count).compactMap { rows.string($0, 0) }.joined(separator: "\n")
         }
         let unset = try plan(PGConnection(conninfo: db.url))
@@ -33,7 +34,7 @@ import Testing
         let db = try R.Schema()
         func explained(_ settings: [String: String]) throws -> String {
             let connection = try PGConnection(conninfo: db.url, settings: settings)
-            return try connection.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + AppsTable.All.sql).string(0, 0) ?? ""
+            return try connection.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + AppsTable.All().query.sql).string(0, 0) ?? ""
         }
         #expect(!(try explained(AttestStore.sessionSettings)).contains("\"JIT\""))
         let available = try PGConnection(conninfo: db.url).execute("SELECT pg_jit_available()").bool(0, 0) == true

@@ -4,6 +4,7 @@ import Foundation
 import PostgresClient
 import Synchronization
 import Testing
+@testable import Store
 @testable import Worker
 
 /// Batches lock rows in key order, whatever order their jobs came in, so two workers' batches cannot

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresClient
+import Store
 import Testing
 import Worker
 

@@ -1,5 +1,6 @@
 import AttestCore
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The partition planner without PostgreSQL: what to create and drop, from the partitions, now and the

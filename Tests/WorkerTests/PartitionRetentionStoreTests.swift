@@ -5,6 +5,7 @@ import Observability
 import PostgresClient
 import Synchronization
 import Testing
+@testable import Store
 @testable import Worker
 
 /// A clock the test moves.

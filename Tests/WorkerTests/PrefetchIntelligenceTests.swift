@@ -6,6 +6,7 @@ import AttestVerifier
 import DeviceIntelligence
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The batch's intelligence read rides on its prefetch, for the identities the device cache gives before

@@ -7,6 +7,7 @@ import PostgresClient
 import Synchronization
 import Testing
 @testable import DeviceIntelligence
+@testable import Store
 @testable import Worker
 
 /// A clock the test moves by hand.
@@ -85,7 +86,7 @@ final class ManualClock: Clock {
             expirationTime: createdAt.adding(seconds: 90 * 86_400))
     }
 
-    static func next(_ status: RefreshStatus, due: Timestamp = now.adding(seconds: 3600)) -> RefreshPlanner.Next {
+    static func next(_ status: RefreshStatus, due: Timestamp = now.adding(seconds: 3600)) -> NextRefresh {
         .init(dueAt: due, attempts: 0, status: status)
     }
 

@@ -2,6 +2,7 @@ import AppleReceipts
 import AttestCore
 import Observability
 import Testing
+@testable import Store
 @testable import Worker
 
 /// A team Apple refused is a `/readyz` advisory, not a condition: set when the refresher pauses the team,

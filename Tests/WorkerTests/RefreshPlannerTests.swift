@@ -1,6 +1,7 @@
 import AppleReceipts
 import AttestCore
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The refresh planner's rules (docs/device-intelligence.md, "Receipt refresh"): when a leased device is
@@ -22,7 +23,7 @@ import Testing
         RefreshPlanner.before(device, storedNotBefore: notBefore, configured: configured, now: now, schedule: schedule, forced: forced)
     }
 
-    static func after(_ outcome: ReceiptRefreshOutcome, attempts: Int = 0) -> RefreshPlanner.Next {
+    static func after(_ outcome: ReceiptRefreshOutcome, attempts: Int = 0) -> NextRefresh {
         RefreshPlanner.after(outcome, attempts: attempts, now: now, schedule: schedule)
     }
 
@@ -147,7 +148,7 @@ import Testing
 
     @Test func storedErrorsAreBoundedAtACharacter() {
         let long = String(repeating: "é", count: 400)
-        let cut = RefreshPlanner.bounded(long)
+        let cut = NextRefresh.bounded(long)
         #expect(cut.utf8.count == 512 && cut.allSatisfy { $0 == "é" })
     }
 }

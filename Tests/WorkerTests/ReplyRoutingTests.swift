@@ -5,6 +5,7 @@ import AttestVerifier
 import Foundation
 import KafkaClient
 import Observability
+import Store
 import Testing
 import Worker
 

@@ -5,6 +5,7 @@ import DeviceIntelligence
 import Foundation
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The failure window as `device_risk` applies it (the SQL twin of `DeviceHistory.record`), against the

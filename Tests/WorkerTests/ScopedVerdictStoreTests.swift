@@ -3,6 +3,7 @@ import AttestJobs
 import Foundation
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// Verdicts keyed by (team_id, bundle_id, job_id) against the ops/stack PostgreSQL: two apps' equal jobIds

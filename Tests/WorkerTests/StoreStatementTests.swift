@@ -1,8 +1,10 @@
+import AttestCore
 import AttestJobs
 import AttestVerifier
 import DeviceIntelligence
 import PostgresClient
 import Testing
+@testable import Store
 @testable import Worker
 
 /// The store's statements against the migrated schema, field by field: a statement whose row reads a
@@ -57,6 +59,21 @@ struct StoreStatementTests {
         #expect(rows.map(\.bundleId) == ["one", "two"])
         #expect(rows.map(\.devices) == [3, 1])
         #expect(rows.allSatisfy { $0.teamId == "TEAM" && $0.month.count == 7 })
+    }
+
+    @Test("an instant is bound as its exact microsecond, alone or in an array, nil as NULL")
+    func timestampCodec() throws {
+        let db = try Database()
+        let instant = Timestamp(microseconds: 1_796_042_096_789_012)
+        let instants: [Timestamp?] = [Timestamp(microseconds: -1), nil]
+        let query: PGQuery = """
+            SELECT (extract(epoch FROM \(instant)::timestamptz) * 1000000)::bigint AS one,
+                array_to_string(ARRAY(SELECT coalesce(((extract(epoch FROM t) * 1000000)::bigint)::text, 'null')
+                    FROM unnest(\(instants)::timestamptz[]) WITH ORDINALITY AS x(t, o) ORDER BY o), ',') AS many
+            """
+        let rows = try db.connection.execute(query.sql, query.binds)
+        #expect(rows.int(0, 0) == instant.microseconds)
+        #expect(rows.string(0, 1) == "-1,null")
     }
 
     @Test("the probe's setting reads off, then on once the session's transactions are read-only")

@@ -8,6 +8,7 @@ import PostgresClient
 import Synchronization
 import Testing
 
+@testable import Store
 @testable import Worker
 
 /// `POST /v1/tokens/consume` without a database (a ledger in memory): every answer of the decision, in

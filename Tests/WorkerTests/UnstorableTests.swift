@@ -4,6 +4,7 @@ import AttestMint
 import Foundation
 import KafkaClient
 import PostgresClient
+import Store
 import Testing
 import Worker
 

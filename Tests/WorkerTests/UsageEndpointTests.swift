@@ -6,6 +6,7 @@ import PostgresClient
 import Synchronization
 import Testing
 
+@testable import Store
 @testable import Worker
 
 /// The usage endpoint without a database: the path's parsing, the answer's figures, and the auth matrix

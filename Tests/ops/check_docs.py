@@ -3,7 +3,7 @@
 
 - versions: `attest-worker --version` and `attest-worker version` print `attest-worker X.Y.Z`, and X.Y.Z is
   CHANGELOG.md's top entry (`## X.Y.Z — date`); the changelog names every migration under
-  Sources/Worker/Migrations (as NNNN or a range NNNN–MMMM) and no other, and every verdict schemaVersion
+  Sources/Store/Migrations (as NNNN or a range NNNN–MMMM) and no other, and every verdict schemaVersion
   from 2 to the one the code writes (Sources/AttestJobs/Verdict.swift); docs/UPGRADING.md has a
   `## To X.Y.Z` section for every release but the first;
 - the configuration reference: docs/CONFIGURATION.md is exactly what `attest-worker run --help-markdown`
@@ -102,7 +102,7 @@ if releases and releases != sorted(releases, key=lambda v: tuple(map(int, v.spli
     problems.append(f"CHANGELOG.md: releases are not newest first: {', '.join(releases)}")
 counts["releases"] = len(releases)
 
-migrations = sorted(int(p.name[:4]) for p in (root / "Sources/Worker/Migrations").glob("[0-9][0-9][0-9][0-9]_*.sql"))
+migrations = sorted(int(p.name[:4]) for p in (root / "Sources/Store/Migrations").glob("[0-9][0-9][0-9][0-9]_*.sql"))
 named = set()
 for first, last in re.findall(r"(?<![\w.:,])(\d{4})(?:\s*[–-]\s*(\d{4}))?(?![\w.:,])", changelog):
     if first.startswith("20"):  # a year (2026-12-01), not a migration
@@ -110,9 +110,9 @@ for first, last in re.findall(r"(?<![\w.:,])(\d{4})(?:\s*[–-]\s*(\d{4}))?(?![\
     named.update(range(int(first), int(last or first) + 1))
 for number in migrations:
     if number not in named:
-        problems.append(f"CHANGELOG.md: migration {number:04d} (Sources/Worker/Migrations) is not named")
+        problems.append(f"CHANGELOG.md: migration {number:04d} (Sources/Store/Migrations) is not named")
 for number in sorted(named - set(migrations)):
-    problems.append(f"CHANGELOG.md: names migration {number:04d}, which Sources/Worker/Migrations lacks")
+    problems.append(f"CHANGELOG.md: names migration {number:04d}, which Sources/Store/Migrations lacks")
 counts["migrations"] = len(migrations)
 
 version_source = read("Sources/AttestJobs/Verdict.swift")

@@ -6,6 +6,7 @@ import HTTPClient
 import Lifecycle
 import Observability
 import PostgresClient
+import Store
 
 /// Keeps Google's Android certificate status list fresh for every worker, off the job path (CONTRACT 9).
 ///

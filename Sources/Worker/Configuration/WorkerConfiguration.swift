@@ -5,6 +5,7 @@ import AttestTokens
 import AttestVerifier
 import Foundation
 import KafkaClient
+import Store
 
 /// Everything `attest-worker run` needs, read from a configuration file and the environment (which wins),
 /// validated in one place so that every problem is reported at start with a clear message (CONTRACT 6).

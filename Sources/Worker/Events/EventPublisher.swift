@@ -4,6 +4,7 @@ import KafkaClient
 import Lifecycle
 import Observability
 import PostgresClient
+import Store
 import Synchronization
 
 /// Publishes the events outbox to the events topic: each round writes the grace periods that ended by the

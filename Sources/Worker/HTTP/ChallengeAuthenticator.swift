@@ -1,5 +1,6 @@
 import AttestCrypto
 import PostgresClient
+import Store
 
 /// Who may issue challenges for an app: the bearer of one of the app's API keys (`attest-worker app key
 /// add`), or of the shared secret `ATTEST_CHALLENGE_SECRET` (for every app, when set). Nobody else: an app

@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestJobs
 import Observability
 import PostgresClient
+import Store
 
 /// `POST /v1/challenges` with `Authorization: Bearer KEY` and `{"teamId", "bundleId"}` → 201 `{"challenge",
 /// "expiresAt", "teamId", "bundleId"}`. Errors are JSON `{"error", "message"}`: 400 for a body that is not

@@ -1,5 +1,6 @@
 import Observability
 import PostgresClient
+import Store
 import Synchronization
 
 /// What a refused credential takes from: its client address's bucket, then the bucket of every refusal

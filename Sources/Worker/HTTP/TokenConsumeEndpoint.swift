@@ -4,6 +4,7 @@ import AttestJobs
 import AttestTokens
 import Observability
 import PostgresClient
+import Store
 
 /// `POST /v1/tokens/consume` with `Authorization: Bearer KEY` and `{"token"}` → 200 `{"claims"}` the first
 /// time a limited-use token is presented, by any worker; 409 `token_already_consumed` every later time

@@ -2,6 +2,7 @@ import AttestCore
 import AttestJobs
 import Observability
 import PostgresClient
+import Store
 
 /// `GET /v1/apps/{teamId}.{bundleId}/usage` with `Authorization: Bearer KEY` → 200 ``AppUsage`` JSON (this
 /// UTC month, from the injected clock). Errors are JSON `{"error", "message"}`: 400 for a path that names no

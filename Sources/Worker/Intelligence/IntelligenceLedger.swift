@@ -3,6 +3,7 @@ import AttestJobs
 import AttestVerifier
 import DeviceIntelligence
 import Foundation
+import Store
 import Synchronization
 
 /// One batch's view of device histories, monthly counts and quotas: read once before deciding and moved

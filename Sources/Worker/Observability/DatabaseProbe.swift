@@ -44,7 +44,7 @@ public final class DatabaseProbe: Service {
 
 /// Whether this session's transactions would be read-only: what the probe asks.
 struct ReadOnlySetting: PGOneRowStatement {
-    static let sql = "SELECT current_setting('transaction_read_only') AS read_only"
+    var query: PGQuery { "SELECT current_setting('transaction_read_only') AS read_only" }
 
     struct Row: PGRowDecodable {
         let readOnly: Bool

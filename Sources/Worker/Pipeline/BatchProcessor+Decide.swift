@@ -7,6 +7,7 @@ import ConcurrentMap
 import DeviceIntelligence
 import KafkaClient
 import Observability
+import Store
 
 /// The decide stage, in three steps so that a batch's outcome never depends on which thread ran first:
 /// 1. every job through the shared check list (``JobVerifier/check(_:_:)``) but its quota step, in parallel

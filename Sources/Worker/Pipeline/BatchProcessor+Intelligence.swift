@@ -3,6 +3,7 @@ import AttestJobs
 import DeviceIntelligence
 import Observability
 import PostgresClient
+import Store
 
 extension BatchProcessor {
     /// The histories, monthly counts and quotas these jobs are decided with. A key's identity can change

@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestJobs
 import AttestVerifier
 import KafkaClient
+import Store
 
 /// The stages a consumed message moves through, each a type holding what the stage guarantees:
 /// incoming (a ``KafkaMessage``) → ``BatchProcessor/Classified`` (a dead letter, or a job entry: an invalid

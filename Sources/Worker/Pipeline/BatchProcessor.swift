@@ -7,6 +7,7 @@ import DeviceIntelligence
 import KafkaClient
 import Observability
 import PostgresClient
+import Store
 import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.

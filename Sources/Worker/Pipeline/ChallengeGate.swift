@@ -3,6 +3,7 @@ import AttestJobs
 import AttestVerifier
 import KafkaClient
 import PostgresClient
+import Store
 
 /// The state the challenge step of the check list (``JobVerifier/check(_:_:)``, CONTRACT 7) reads: after the
 /// receivedAt bounds and the app registration, before any object check. Only apps registered with

@@ -1,5 +1,6 @@
 import AttestCrypto
 import AttestVerifier
+import Store
 import Synchronization
 
 /// Attested keys parsed once and kept in memory, with the last counter and revocation read or stored. Every

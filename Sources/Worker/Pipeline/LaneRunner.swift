@@ -4,6 +4,7 @@ import KafkaClient
 import Lifecycle
 import Observability
 import PostgresClient
+import Store
 
 /// The batch threads: one per lane, each with its own ``BatchProcessor`` (and database connection), taking
 /// its share of the partitions from the ``Intake``, deciding and storing a batch, then handing its

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import Store
 
 /// The app registrations a processor decides with, as last read, and the apps Android packages belong to.
 struct RegisteredApps: Sendable {

@@ -5,6 +5,7 @@ import AttestVerifier
 import Lifecycle
 import Observability
 import PostgresClient
+import Store
 import Synchronization
 
 /// Refreshes Apple's fraud-risk receipts in the background (docs/device-intelligence.md, "Receipt
@@ -54,7 +55,7 @@ public final class ReceiptRefresher: Service {
 
     /// What one device's try came to, for the log, the metrics and `attest-worker receipt refresh`.
     public struct Report: Sendable, Equatable {
-        public var next: RefreshPlanner.Next
+        public var next: NextRefresh
         /// Apple's answer; nil when Apple was not asked.
         public var outcome: ReceiptRefreshOutcome?
         /// False when the lease was lost before the result could be written.
@@ -148,7 +149,7 @@ public final class ReceiptRefresher: Service {
         guard case .call = step, let teamId = device.teamId, let bundleId = device.bundleId, let receipt = device.receipt,
             let key = device.publicKey
         else {
-            let next: RefreshPlanner.Next
+            let next: NextRefresh
             if case .settle(let planned) = step {
                 next = planned
             } else {

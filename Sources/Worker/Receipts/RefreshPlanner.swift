@@ -1,46 +1,20 @@
 import AppleReceipts
 import AttestCore
+import Store
 
 /// The refresh scheduler's decisions, as a pure function of what is known and the clock's now: whether to
 /// ask Apple for a leased device at all, and, from Apple's answer, when the device is next due and what its
 /// state says. The service only carries them out, so every rule is pinned by a unit test.
 public enum RefreshPlanner {
-    /// A device's next refresh state.
-    public struct Next: Sendable, Equatable {
-        public var dueAt: Timestamp
-        /// Consecutive failures: the backoff's exponent.
-        public var attempts: Int
-        public var status: RefreshStatus
-        /// Why, for the state row and `receipt show` (never the key or the request).
-        public var error: String?
-        /// Set when the team is to be paused (Apple refused its key): until when, and Apple's status.
-        public var pauseTeam: (until: Timestamp, status: Int)?
-
-        public init(dueAt: Timestamp, attempts: Int, status: RefreshStatus, error: String? = nil, pauseTeam: (until: Timestamp, status: Int)? = nil) {
-            self.dueAt = dueAt
-            self.attempts = attempts
-            self.status = status
-            self.error = error
-            self.pauseTeam = pauseTeam
-        }
-
-        public static func == (a: Next, b: Next) -> Bool {
-            a.dueAt == b.dueAt && a.attempts == b.attempts && a.status == b.status && a.error == b.error
-                && a.pauseTeam?.until == b.pauseTeam?.until && a.pauseTeam?.status == b.pauseTeam?.status
-        }
-    }
-
     public enum Step: Sendable, Equatable {
         /// Ask Apple.
         case call
         /// Do not: settle the device as this.
-        case settle(Next)
+        case settle(NextRefresh)
     }
 
     /// Beyond this many consecutive failures the backoff is at its cap anyway; the count stops growing.
     static let maxAttempts = 32
-    /// The longest error text stored (the column's bound).
-    static let maxErrorBytes = 512
 
     /// Whether a leased device is worth a request now: `storedNotBefore` is its stored receipt's
     /// (``ClaimedRefresh/storedNotBefore``). `forced` (`attest-worker receipt refresh`) asks whenever a
@@ -49,13 +23,13 @@ public enum RefreshPlanner {
         _ device: ClaimedRefresh, storedNotBefore: Timestamp?, configured: Bool, now: Timestamp, schedule: RefreshSchedule,
         forced: Bool = false
     ) -> Step {
-        let idle = Next(dueAt: later(now, schedule.idleSeconds, schedule), attempts: device.attempts, status: .idle)
+        let idle = NextRefresh(dueAt: later(now, schedule.idleSeconds, schedule), attempts: device.attempts, status: .idle)
         guard device.teamId != nil, device.receipt != nil, device.publicKey != nil, !device.revoked, let seen = device.lastSeenAt
         else { return .settle(idle) }
         if !forced, seen < now.adding(seconds: -schedule.seenWithinSeconds) { return .settle(idle) }
-        if !configured { return .settle(Next(dueAt: idle.dueAt, attempts: device.attempts, status: .unconfigured)) }
+        if !configured { return .settle(NextRefresh(dueAt: idle.dueAt, attempts: device.attempts, status: .unconfigured)) }
         if !forced, let notBefore = storedNotBefore, notBefore > now {
-            return .settle(Next(dueAt: clamp(notBefore, now: now, schedule), attempts: device.attempts, status: .waiting))
+            return .settle(NextRefresh(dueAt: clamp(notBefore, now: now, schedule), attempts: device.attempts, status: .waiting))
         }
         return .call
     }
@@ -63,30 +37,30 @@ public enum RefreshPlanner {
     /// The state after Apple's answer, for a device with `attempts` consecutive failures before it.
     public static func after(
         _ outcome: ReceiptRefreshOutcome, attempts: Int, now: Timestamp, schedule: RefreshSchedule
-    ) -> Next {
+    ) -> NextRefresh {
         switch outcome {
         case .refreshed(let receipt):
-            return Next(dueAt: dueAfterRefresh(receipt, now: now, schedule), attempts: 0, status: .refreshed)
+            return NextRefresh(dueAt: dueAfterRefresh(receipt, now: now, schedule), attempts: 0, status: .refreshed)
         case .notModified:
-            return Next(dueAt: later(now, schedule.notModifiedSeconds, schedule), attempts: 0, status: .notModified)
+            return NextRefresh(dueAt: later(now, schedule.notModifiedSeconds, schedule), attempts: 0, status: .notModified)
         case .noData:
-            return Next(dueAt: later(now, schedule.noDataSeconds, schedule), attempts: 0, status: .noData)
+            return NextRefresh(dueAt: later(now, schedule.noDataSeconds, schedule), attempts: 0, status: .noData)
         case .retryLater(let retryAfter, let reason):
             let wait = max(backoff(attempts: attempts, schedule), retryAfter.map(seconds) ?? 0)
-            return Next(dueAt: later(now, wait, schedule), attempts: min(attempts + 1, maxAttempts), status: .retryLater, error: reason)
+            return NextRefresh(dueAt: later(now, wait, schedule), attempts: min(attempts + 1, maxAttempts), status: .retryLater, error: reason)
         case .misconfigured(let status, let reason):
             let until = later(now, schedule.misconfiguredPauseSeconds, schedule)
-            return Next(dueAt: until, attempts: attempts, status: .misconfigured, error: "\(status): \(reason)", pauseTeam: (until, status))
+            return NextRefresh(dueAt: until, attempts: attempts, status: .misconfigured, error: "\(status): \(reason)", pauseTeam: (until, status))
         case .rejected(let reason):
-            return Next(
+            return NextRefresh(
                 dueAt: later(now, backoff(attempts: attempts, from: schedule.rejectedBackoffInitialSeconds, schedule), schedule),
                 attempts: min(attempts + 1, maxAttempts), status: .rejected, error: reason)
         }
     }
 
     /// The team's request budget was spent: due again when its bucket has a token, not an attempt.
-    public static func rateLimited(retryAfterSeconds: Int, attempts: Int, now: Timestamp, schedule: RefreshSchedule) -> Next {
-        Next(dueAt: later(now, Int64(retryAfterSeconds), schedule), attempts: attempts, status: .rateLimited)
+    public static func rateLimited(retryAfterSeconds: Int, attempts: Int, now: Timestamp, schedule: RefreshSchedule) -> NextRefresh {
+        NextRefresh(dueAt: later(now, Int64(retryAfterSeconds), schedule), attempts: attempts, status: .rateLimited)
     }
 
     /// A refreshed receipt is due again at its not-before (Apple answers 304 before it), and in any case
@@ -124,18 +98,5 @@ public enum RefreshPlanner {
     /// `instant`, moved into the schedule's bounds from now.
     static func clamp(_ instant: Timestamp, now: Timestamp, _ schedule: RefreshSchedule) -> Timestamp {
         min(max(instant, now.adding(seconds: schedule.minimumSeconds)), now.adding(seconds: schedule.maximumSeconds))
-    }
-
-    /// Text cut to the stored bound at a character boundary.
-    static func bounded(_ text: String) -> String {
-        var out = ""
-        var bytes = 0
-        for character in text {
-            let size = character.utf8.count
-            if bytes + size > maxErrorBytes { break }
-            out.append(character)
-            bytes += size
-        }
-        return out
     }
 }

@@ -4,29 +4,26 @@ import PostgresClient
 
 /// The SQL of the events outbox (`events`, migration 0009): the rows a batch's commit writes with their
 /// causes, and the publisher's claim, mark, purge and grace check.
-enum EventsTable {
+public enum EventsTable {
     /// Writes these events to the outbox, each at most once: an event already there (the same cause
     /// written by a redelivery or another worker) is left as it is. Run it in the transaction that stores
     /// the events' cause, so an event exists exactly when its cause does.
     struct Insert: PGCommandStatement {
-        static let sql = """
+        let events: [OutboxEvent]
+
+        init(_ events: [OutboxEvent]) { self.events = events }
+
+        var query: PGQuery {
+            """
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
             SELECT x.id, x.kind, x.key, x.t, x.b, x.at, x.detail::jsonb
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])
+            FROM unnest(\(events.map(\.eventId))::text[], \(events.map(\.kind.rawValue))::text[], \(events.map(\.partitionKey))::text[],
+                \(events.map(\.teamId))::text[], \(events.map(\.bundleId))::text[], \(events.map(\.occurredAt))::timestamptz[],
+                \(events.map { JSONValue.object($0.detail).serialized() })::text[])
                 AS x(id, kind, key, t, b, at, detail)
             ORDER BY x.id
             ON CONFLICT (event_id) DO NOTHING
             """
-        let parameters: [PGValue]
-
-        init(_ events: [OutboxEvent]) {
-            let columns: [PGArray] = [
-                .text(events.map(\.eventId)), .text(events.map(\.kind.rawValue)), .text(events.map(\.partitionKey)),
-                .text(events.map(\.teamId)), .text(events.map(\.bundleId)),
-                .timestamptz(unixMicroseconds: events.map(\.occurredAt.microseconds)),
-                .text(events.map { JSONValue.object($0.detail).serialized() }),
-            ]
-            parameters = columns.map(PGValue.array)
         }
     }
 
@@ -50,36 +47,36 @@ enum EventsTable {
     /// `mad.quota_reached` and `mad.grace_started`. A crossing recorded before, by a redelivery or another
     /// worker, writes nothing.
     struct QuotaCrossings: PGCommandStatement {
-        static let sql = """
+        let months: [AppMonth]
+
+        init(_ months: [AppMonth]) { self.months = months }
+
+        var query: PGQuery {
+            """
             WITH q AS (
                 SELECT e.team_id, e.bundle_id, e.month, e.threshold, e.devices, e.mad_limit, e.reached_at
-                FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS x(t, b, m)
+                FROM (SELECT DISTINCT * FROM unnest(\(months.map(\.teamId))::text[], \(months.map(\.bundleId))::text[],
+                    \(months.map(\.month))::text[])) AS x(t, b, m)
                     CROSS JOIN LATERAL (
                         SELECT * FROM mad_quota_events
                         WHERE team_id = x.t AND bundle_id = x.b AND month = to_date(x.m, 'YYYY-MM')
-                            AND \(DeviceRiskTable.insertedHere)) e),
+                            AND \(unescaped: DeviceRiskTable.insertedHere)) e),
             k AS (
-                SELECT q.*, to_char(q.month, 'YYYY-MM') AS m, k.kind, \(graceEndSQL) AS grace_end, a.grace_days
+                SELECT q.*, to_char(q.month, 'YYYY-MM') AS m, k.kind, \(unescaped: graceEndSQL) AS grace_end, a.grace_days
                 FROM q JOIN apps a USING (team_id, bundle_id)
-                    JOIN (VALUES ('\(EventKind.quotaWarning.rawValue)', 80), ('\(EventKind.quotaReached.rawValue)', 100),
-                        ('\(EventKind.graceStarted.rawValue)', 100)) AS k(kind, threshold) USING (threshold))
+                    JOIN (VALUES ('\(unescaped: EventKind.quotaWarning.rawValue)', 80), ('\(unescaped: EventKind.quotaReached.rawValue)', 100),
+                        ('\(unescaped: EventKind.graceStarted.rawValue)', 100)) AS k(kind, threshold) USING (threshold))
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
-            SELECT \(eventIdSQL(kind: "k.kind", ["k.team_id", "k.bundle_id", "k.m"])), k.kind, k.team_id || '.' || k.bundle_id,
+            SELECT \(unescaped: eventIdSQL(kind: "k.kind", ["k.team_id", "k.bundle_id", "k.m"])), k.kind, k.team_id || '.' || k.bundle_id,
                 k.team_id, k.bundle_id, k.reached_at,
-                CASE WHEN k.kind = '\(EventKind.graceStarted.rawValue)'
+                CASE WHEN k.kind = '\(unescaped: EventKind.graceStarted.rawValue)'
                     THEN jsonb_build_object('month', k.m, 'devices', k.devices, 'limit', k.mad_limit,
-                        'graceDays', least(greatest(k.grace_days, 0), 366), 'graceEndsAt', \(rfc3339SQL("k.grace_end")))
+                        'graceDays', least(greatest(k.grace_days, 0), 366), 'graceEndsAt', \(unescaped: rfc3339SQL("k.grace_end")))
                     ELSE jsonb_build_object('month', k.m, 'threshold', k.threshold, 'devices', k.devices, 'limit', k.mad_limit)
                 END
             FROM k ORDER BY 1
             ON CONFLICT (event_id) DO NOTHING
             """
-        let parameters: [PGValue]
-
-        init(_ months: [AppMonth]) {
-            parameters = [
-                .array(.text(months.map(\.teamId))), .array(.text(months.map(\.bundleId))), .array(.text(months.map(\.month))),
-            ]
         }
     }
     /// The risk category changes of a round of decisions of distinct devices, written just before the
@@ -88,130 +85,152 @@ enum EventsTable {
     /// was stored by this transaction and whose category differs from the row's (a device without a row was
     /// trusted).
     struct RiskCategoryChanges: PGCommandStatement {
-        static let sql = """
+        let decisions: [Decision]
+
+        /// - Precondition: every decision writes risk (``DeviceRiskTable/Upserts/writes(_:)``), and no two are
+        ///   of one device.
+        init(_ decisions: [Decision]) { self.decisions = decisions }
+
+        var query: PGQuery {
+            let c = decisions.map { $0.intelligence! }
+            let eventIds = zip(decisions, c).map { d, c in
+                OutboxEvent.eventId(.riskCategoryChanged, [c.device.teamId, c.device.bundleId, c.device.identity.value, d.jobId])
+            }
+            let keys = c.map { OutboxEvent.deviceKey(teamId: $0.device.teamId, bundleId: $0.device.bundleId, identity: $0.device.identity.value) }
+            return """
             WITH x AS (
-                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
-                    $8::text[], $9::text[], $10::int4[], $11::timestamptz[])
+                SELECT * FROM unnest(\(decisions.map(\.jobId))::text[], \(c.map(\.device.teamId))::text[], \(c.map(\.device.bundleId))::text[],
+                    \(c.map(\.device.identity.value))::text[], \(eventIds)::text[], \(keys)::text[],
+                    \(decisions.map { $0.receivedAt! })::timestamptz[], \(c.map(\.deviceId))::text[], \(c.map(\.riskCategory.rawValue))::text[],
+                    \(c.map { Int32(clamping: $0.assessment.score) })::int4[], \(decisions.map(\.storedPartitionAt))::timestamptz[])
                     AS x(job, team, bundle, identity, event_id, partition_key, received, device_id, category, score, pat)),
             p AS (
                 SELECT d.team_id, d.bundle_id, d.identity, d.category FROM device_risk d
                 WHERE (d.team_id, d.bundle_id, d.identity) IN (SELECT team, bundle, identity FROM x)
                 ORDER BY d.team_id, d.bundle_id, d.identity FOR UPDATE),
             was AS (
-                SELECT x.*, coalesce(p.category, '\(RiskCategory.trusted.rawValue)') AS previous
+                SELECT x.*, coalesce(p.category, '\(unescaped: RiskCategory.trusted.rawValue)') AS previous
                 FROM x LEFT JOIN p ON p.team_id = x.team AND p.bundle_id = x.bundle AND p.identity = x.identity)
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
-            SELECT was.event_id, '\(EventKind.riskCategoryChanged.rawValue)', was.partition_key, was.team, was.bundle, was.received,
+            SELECT was.event_id, '\(unescaped: EventKind.riskCategoryChanged.rawValue)', was.partition_key, was.team, was.bundle, was.received,
                 jsonb_build_object('identity', was.identity, 'deviceId', was.device_id, 'jobId', was.job, 'from', was.previous,
                     'to', was.category, 'score', was.score)
             FROM was
             WHERE was.previous IS DISTINCT FROM was.category
                 AND EXISTS (
                     SELECT 1 FROM verdicts WHERE team_id = was.team AND bundle_id = was.bundle AND job_id = was.job
-                        AND partition_at = was.pat AND \(DeviceRiskTable.insertedHere))
+                        AND partition_at = was.pat AND \(unescaped: DeviceRiskTable.insertedHere))
             ON CONFLICT (event_id) DO NOTHING
             """
-        let parameters: [PGValue]
-
-        /// - Precondition: every decision writes risk (``DeviceRiskTable/Upserts/writes(_:)``), and no two are
-        ///   of one device.
-        init(_ decisions: [Decision]) {
-            let c = decisions.map { $0.intelligence! }
-            let columns: [PGArray] = [
-                .text(decisions.map(\.jobId)), .text(c.map(\.device.teamId)), .text(c.map(\.device.bundleId)),
-                .text(c.map(\.device.identity.value)),
-                .text(zip(decisions, c).map { d, c in
-                    OutboxEvent.eventId(.riskCategoryChanged, [c.device.teamId, c.device.bundleId, c.device.identity.value, d.jobId])
-                }),
-                .text(c.map { OutboxEvent.deviceKey(teamId: $0.device.teamId, bundleId: $0.device.bundleId, identity: $0.device.identity.value) }),
-                .timestamptz(unixMicroseconds: decisions.map { $0.receivedAt!.microseconds }), .text(c.map(\.deviceId)),
-                .text(c.map(\.riskCategory.rawValue)), .int4(c.map { Int32(clamping: $0.assessment.score) }),
-                .timestamptz(unixMicroseconds: decisions.map(\.storedPartitionAt.microseconds)),
-            ]
-            parameters = columns.map(PGValue.array)
         }
     }
 
     /// The grace periods that passed by `now` without their `mad.grace_ended` event: each is marked on its
     /// quota row (which outlives the event's purge, so it is written once) and its event written, up to
     /// `limit` per statement, rows another publisher is marking skipped.
-    struct GraceEnded: PGAffectedRowsStatement {
-        static let sql = """
+    public struct GraceEnded: PGAffectedRowsStatement {
+        let now: Timestamp
+        let limit: Int
+
+        public init(now: Timestamp, limit: Int) {
+            self.now = now
+            self.limit = limit
+        }
+
+        public var query: PGQuery {
+            """
             WITH due AS (
-                SELECT q.team_id, q.bundle_id, q.month, \(graceEndSQL) AS grace_end
+                SELECT q.team_id, q.bundle_id, q.month, \(unescaped: graceEndSQL) AS grace_end
                 FROM mad_quota_events q JOIN apps a USING (team_id, bundle_id)
-                WHERE q.threshold = 100 AND NOT q.grace_ended_event AND \(graceEndSQL) <= $1::timestamptz
-                ORDER BY q.reached_at LIMIT $2
+                WHERE q.threshold = 100 AND NOT q.grace_ended_event AND \(unescaped: graceEndSQL) <= \(now)::timestamptz
+                ORDER BY q.reached_at LIMIT \(limit)
                 FOR UPDATE OF q SKIP LOCKED),
             m AS (
                 UPDATE mad_quota_events q SET grace_ended_event = true FROM due
                 WHERE q.team_id = due.team_id AND q.bundle_id = due.bundle_id AND q.month = due.month AND q.threshold = 100
                 RETURNING q.team_id, q.bundle_id, to_char(q.month, 'YYYY-MM') AS m, due.grace_end)
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
-            SELECT \(eventIdSQL(kind: "'\(EventKind.graceEnded.rawValue)'", ["m.team_id", "m.bundle_id", "m.m"])),
-                '\(EventKind.graceEnded.rawValue)', m.team_id || '.' || m.bundle_id, m.team_id, m.bundle_id, m.grace_end,
+            SELECT \(unescaped: eventIdSQL(kind: "'\(EventKind.graceEnded.rawValue)'", ["m.team_id", "m.bundle_id", "m.m"])),
+                '\(unescaped: EventKind.graceEnded.rawValue)', m.team_id || '.' || m.bundle_id, m.team_id, m.bundle_id, m.grace_end,
                 jsonb_build_object('month', m.m)
             FROM m ORDER BY 1
             ON CONFLICT (event_id) DO NOTHING
             """
-        let parameters: [PGValue]
-
-        init(now: Timestamp, limit: Int) { parameters = [.text(now.rfc3339), .int(Int64(limit))] }
+        }
     }
 
     /// Up to `limit` unpublished events, oldest first, locked until the claiming transaction ends; rows
     /// another publisher holds are skipped, so two publishers never send one event at the same time. Only
     /// the kinds this build knows: a newer worker's kind waits for a newer publisher instead of failing
     /// every claim.
-    struct Claim: PGStatement {
-        static let sql = """
+    public struct Claim: PGStatement {
+        public typealias Row = OutboxEvent
+        let limit: Int
+
+        public init(limit: Int) { self.limit = limit }
+
+        public var query: PGQuery {
+            """
             SELECT event_id, kind, partition_key, team_id, bundle_id,
                 (extract(epoch FROM occurred_at) * 1000000)::bigint AS occurred_at_us, detail::text AS detail
-            FROM events WHERE published_at IS NULL AND kind = ANY($2::text[])
-            ORDER BY created_at, event_id LIMIT $1
+            FROM events WHERE published_at IS NULL AND kind = ANY(\(EventKind.allCases.map(\.rawValue))::text[])
+            ORDER BY created_at, event_id LIMIT \(limit)
             FOR UPDATE SKIP LOCKED
             """
-        typealias Row = OutboxEvent
-        let parameters: [PGValue]
-
-        init(limit: Int) { parameters = [.int(Int64(limit)), .array(.text(EventKind.allCases.map(\.rawValue)))] }
+        }
     }
 
     /// Marks these events published (the broker acknowledged them) at `now`.
-    struct MarkPublished: PGAffectedRowsStatement {
-        static let sql = "UPDATE events SET published_at = $2::timestamptz WHERE event_id = ANY($1::text[])"
-        let parameters: [PGValue]
+    public struct MarkPublished: PGAffectedRowsStatement {
+        let eventIds: [String]
+        let now: Timestamp
 
-        init(_ eventIds: [String], now: Timestamp) { parameters = [.array(.text(eventIds)), .text(now.rfc3339)] }
+        public init(_ eventIds: [String], now: Timestamp) {
+            self.eventIds = eventIds
+            self.now = now
+        }
+
+        public var query: PGQuery { "UPDATE events SET published_at = \(now)::timestamptz WHERE event_id = ANY(\(eventIds)::text[])" }
     }
 
     /// Deletes up to `limit` events published before `before`.
     /// How long the oldest unpublished event has waited, by the database's clock (the one that stamped
     /// it); 0 when none waits. Read from the unpublished rows' index: one row, however long the backlog.
-    struct OldestUnpublished: PGOneRowStatement {
-        static let sql = """
+    public struct OldestUnpublished: PGOneRowStatement {
+        public init() {}
+
+        public var query: PGQuery {
+            """
             SELECT coalesce(extract(epoch FROM now() - min(created_at)) * 1000, 0)::bigint AS age_ms
             FROM events WHERE published_at IS NULL
             """
+        }
 
-        struct Row: PGRowDecodable {
-            let seconds: Double
-            init(row: PGRow) throws(PGError) {
+        public struct Row: PGRowDecodable {
+            public let seconds: Double
+            public init(row: PGRow) throws(PGError) {
                 let milliseconds: Int64 = try row.decode("age_ms")
                 seconds = Double(milliseconds) / 1000
             }
         }
     }
 
-    struct Purge: PGAffectedRowsStatement {
-        static let sql = """
-            DELETE FROM events WHERE event_id IN (
-                SELECT event_id FROM events WHERE published_at < $1::timestamptz
-                ORDER BY published_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-            """
-        let parameters: [PGValue]
+    public struct Purge: PGAffectedRowsStatement {
+        let before: Timestamp
+        let limit: Int
 
-        init(before: Timestamp, limit: Int) { parameters = [.text(before.rfc3339), .int(Int64(limit))] }
+        public init(before: Timestamp, limit: Int) {
+            self.before = before
+            self.limit = limit
+        }
+
+        public var query: PGQuery {
+            """
+            DELETE FROM events WHERE event_id IN (
+                SELECT event_id FROM events WHERE published_at < \(before)::timestamptz
+                ORDER BY published_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            """
+        }
     }
 }
 

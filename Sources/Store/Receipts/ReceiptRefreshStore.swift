@@ -35,7 +35,7 @@ extension AttestStore {
     /// Writes a try that stored nothing (and pauses the team when `next` says so); false when the lease was
     /// lost.
     @discardableResult
-    public func settleRefresh(_ device: ClaimedRefresh, owner: String, next: RefreshPlanner.Next, now: Timestamp, called: Bool) throws(PGError) -> Bool {
+    public func settleRefresh(_ device: ClaimedRefresh, owner: String, next: NextRefresh, now: Timestamp, called: Bool) throws(PGError) -> Bool {
         try connection.run { c throws(PGError) in
             try c.transaction { c throws(PGError) in
                 let settled = try c.execute(ReceiptRefreshTable.Settle(keyId: device.keyId, owner: owner, next: next, now: now, called: called))
@@ -54,7 +54,7 @@ extension AttestStore {
     /// as the last job left them), with a risk history row when the score moves and an event when the
     /// category does.
     public func storeRefresh(
-        _ device: ClaimedRefresh, _ receipt: RefreshedReceipt, owner: String, next: RefreshPlanner.Next, now: Timestamp
+        _ device: ClaimedRefresh, _ receipt: RefreshedReceipt, owner: String, next: NextRefresh, now: Timestamp
     ) throws(PGError) -> RefreshApplied {
         try connection.run { c throws(PGError) in
             try c.transaction { c throws(PGError) -> RefreshApplied in

@@ -8,32 +8,36 @@ import PostgresClient
 enum MonthlyCountsTable {
     /// Which of these devices are already counted in their app's month, each looked up by primary key.
     struct Counted: PGStatement {
-        static let sql = """
+        typealias Row = MonthlyDevice
+        let counted: [MonthlyDevice]
+
+        init(_ counted: [MonthlyDevice]) { self.counted = counted }
+
+        var query: PGQuery {
+            """
             SELECT m.team_id, m.bundle_id, to_char(m.month, 'YYYY-MM') AS month, m.identity
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS q(t, b, m, i)
+            FROM unnest(\(counted.map(\.month.teamId))::text[], \(counted.map(\.month.bundleId))::text[],
+                \(counted.map(\.month.month))::text[], \(counted.map(\.identity.value))::text[]) AS q(t, b, m, i)
                 CROSS JOIN LATERAL (
                     SELECT team_id, bundle_id, month, identity FROM mad_devices
                     WHERE team_id = q.t AND bundle_id = q.b AND month = to_date(q.m, 'YYYY-MM') AND identity = q.i
                     LIMIT 1) m
             """
-        typealias Row = MonthlyDevice
-        let parameters: [PGValue]
-
-        init(_ counted: [MonthlyDevice]) {
-            parameters = [
-                .array(.text(counted.map(\.month.teamId))), .array(.text(counted.map(\.month.bundleId))),
-                .array(.text(counted.map(\.month.month))), .array(.text(counted.map(\.identity.value))),
-            ]
         }
     }
 
     /// Each of these app months' count so far and when it reached the limit: one row per month asked
     /// for, a month nothing was counted in yet reading 0.
     struct Quotas: PGStatement {
-        static let sql = """
+        let months: [AppMonth]
+
+        init(_ months: [AppMonth]) { self.months = months }
+
+        var query: PGQuery {
+            """
             SELECT q.t AS team_id, q.b AS bundle_id, q.m AS month, coalesce(t.devices, 0) AS devices,
                 (extract(epoch FROM e.reached_at) * 1000000)::bigint AS limit_reached_at_us
-            FROM unnest($1::text[], $2::text[], $3::text[]) AS q(t, b, m)
+            FROM unnest(\(months.map(\.teamId))::text[], \(months.map(\.bundleId))::text[], \(months.map(\.month))::text[]) AS q(t, b, m)
             LEFT JOIN LATERAL (
                 SELECT devices FROM mad_totals
                 WHERE team_id = q.t AND bundle_id = q.b AND month = to_date(q.m, 'YYYY-MM') LIMIT 1) t ON true
@@ -43,14 +47,6 @@ enum MonthlyCountsTable {
                 LIMIT 1) e
                 ON true
             """
-        let parameters: [PGValue]
-        private let count: Int
-
-        init(_ months: [AppMonth]) {
-            count = months.count
-            parameters = [
-                .array(.text(months.map(\.teamId))), .array(.text(months.map(\.bundleId))), .array(.text(months.map(\.month))),
-            ]
         }
 
         struct Row: PGRowDecodable {
@@ -65,7 +61,7 @@ enum MonthlyCountsTable {
         }
 
         /// Every month asked for has its row.
-        func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [Row] { try rows.exactly(count) }
+        func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [Row] { try rows.exactly(months.count) }
     }
 
     /// Counts the batch's newly active devices and returns the quota crossings that makes: insert-if-absent
@@ -74,15 +70,30 @@ enum MonthlyCountsTable {
     /// to `mad_totals` (app months in key order, so concurrent workers cannot deadlock on them), and the
     /// 80% and 100% crossings not recorded before are recorded.
     struct Count: PGStatement {
-        static let sql = """
+        typealias Row = QuotaCrossing
+        let indices: [Int]
+        let decisions: [Decision]
+
+        /// `indices`: the decisions that count a device (`intelligence.countsAsActive`), in batch order.
+        init(_ indices: [Int], of decisions: [Decision]) {
+            self.indices = indices
+            self.decisions = decisions
+        }
+
+        var query: PGQuery {
+            let rows = indices.map { (decision: decisions[$0], change: decisions[$0].intelligence!) }
+            return """
             WITH m AS (
                 INSERT INTO mad_devices (team_id, bundle_id, month, identity, key_id, job_id, counted_at)
                 SELECT DISTINCT ON (x.t, x.b, x.m, x.id) x.t, x.b, to_date(x.m, 'YYYY-MM'), x.id, x.key, x.job, x.at
-                FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[],
-                        $8::timestamptz[], $9::timestamptz[]) AS x(i, job, t, b, m, id, key, at, pat)
+                FROM unnest(\(indices.map { Int32($0) })::int4[], \(rows.map(\.decision.jobId))::text[],
+                        \(rows.map(\.change.device.teamId))::text[], \(rows.map(\.change.device.bundleId))::text[],
+                        \(rows.map(\.change.month))::text[], \(rows.map(\.change.device.identity.value))::text[],
+                        \(rows.map(\.change.keyId))::bytea[], \(rows.map(\.decision.receivedAt))::timestamptz[],
+                        \(rows.map(\.decision.storedPartitionAt))::timestamptz[]) AS x(i, job, t, b, m, id, key, at, pat)
                     CROSS JOIN LATERAL (
                         SELECT 1 FROM verdicts WHERE team_id = x.t AND bundle_id = x.b AND job_id = x.job AND partition_at = x.pat
-                            AND \(DeviceRiskTable.insertedHere)
+                            AND \(unescaped: DeviceRiskTable.insertedHere)
                         LIMIT 1) v
                 ORDER BY x.t, x.b, x.m, x.id, x.i
                 ON CONFLICT DO NOTHING
@@ -107,42 +118,27 @@ enum MonthlyCountsTable {
             SELECT team_id, bundle_id, to_char(month, 'YYYY-MM') AS month, threshold, devices, mad_limit FROM c
             ORDER BY team_id, bundle_id, c.month, threshold
             """
-        typealias Row = QuotaCrossing
-        let parameters: [PGValue]
-
-        /// `indices`: the decisions that count a device (`intelligence.countsAsActive`), in batch order.
-        init(_ indices: [Int], of decisions: [Decision]) {
-            let rows = indices.map { (decision: decisions[$0], change: decisions[$0].intelligence!) }
-            let columns: [PGArray] = [
-                .int4(indices.map { Int32($0) }), .text(rows.map(\.decision.jobId)), .text(rows.map(\.change.device.teamId)),
-                .text(rows.map(\.change.device.bundleId)), .text(rows.map(\.change.month)),
-                .text(rows.map(\.change.device.identity.value)), .bytea(rows.map(\.change.keyId)),
-                .timestamptz(unixMicroseconds: rows.map { $0.decision.receivedAt?.microseconds }),
-                .timestamptz(unixMicroseconds: rows.map(\.decision.storedPartitionAt.microseconds)),
-            ]
-            parameters = columns.map(PGValue.array)
         }
     }
 
     /// The billing view's rows, newest month first: one app or all, one month or the `recentMonths` up
     /// to the current one.
     struct Billing: PGStatement {
-        static let sql = """
+        typealias Row = MonthlyActiveDevices
+        let teamId: String?
+        let bundleId: String?
+        let month: String?
+        let recentMonths: Int
+
+        var query: PGQuery {
+            """
             SELECT team_id, bundle_id, month, devices FROM billing_mad_monthly
-            WHERE ($1::text IS NULL OR team_id = $1) AND ($2::text IS NULL OR bundle_id = $2)
-                AND CASE WHEN $3::text IS NULL
-                    THEN month >= to_char(date_trunc('month', now() AT TIME ZONE 'UTC') - make_interval(months => $4::int - 1), 'YYYY-MM')
-                    ELSE month = $3 END
+            WHERE (\(teamId)::text IS NULL OR team_id = \(teamId)) AND (\(bundleId)::text IS NULL OR bundle_id = \(bundleId))
+                AND CASE WHEN \(month)::text IS NULL
+                    THEN month >= to_char(date_trunc('month', now() AT TIME ZONE 'UTC') - make_interval(months => \(recentMonths)::int - 1), 'YYYY-MM')
+                    ELSE month = \(month) END
             ORDER BY month DESC, team_id, bundle_id
             """
-        typealias Row = MonthlyActiveDevices
-        let parameters: [PGValue]
-
-        init(teamId: String?, bundleId: String?, month: String?, recentMonths: Int) {
-            parameters = [
-                teamId.map(PGValue.text) ?? .null, bundleId.map(PGValue.text) ?? .null, month.map(PGValue.text) ?? .null,
-                .int(Int64(recentMonths)),
-            ]
         }
     }
 }

@@ -7,7 +7,7 @@ import AttestJobs
 public struct DeviceIdentity: Hashable, Sendable {
     public let value: String
 
-    init(job: Job, keyBytes: [UInt8]?, stored: DeviceRecord?) {
+    public init(job: Job, keyBytes: [UInt8]?, stored: DeviceRecord?) {
         if let fingerprint = job.metadata["deviceFingerprint"] ?? stored?.fingerprint {
             value = Self.fingerprint(fingerprint)
         } else {
@@ -16,11 +16,11 @@ public struct DeviceIdentity: Hashable, Sendable {
     }
 
     /// The identity a stored key was attested under.
-    init(record: DeviceRecord) {
+    public init(record: DeviceRecord) {
         value = record.fingerprint.map(Self.fingerprint) ?? "key:" + Hex.encode(record.keyId)
     }
 
-    init(fingerprint: String) {
+    public init(fingerprint: String) {
         value = Self.fingerprint(fingerprint)
     }
 

@@ -7,15 +7,16 @@ import PostgresClient
 enum DevicesTable {
     /// The devices with these keys (a batch's prefetch).
     struct ByKeys: PGStatement {
-        static let sql = """
+        typealias Row = DeviceRecord
+        let keyIds: [[UInt8]]
+
+        var query: PGQuery {
+            """
             SELECT key_id, team_id, bundle_id, public_key, counter, environment, device_id, fingerprint,
                 (extract(epoch FROM revoked_at) * 1000000)::bigint AS revoked_at_us
-            FROM devices WHERE key_id = ANY($1::bytea[])
+            FROM devices WHERE key_id = ANY(\(keyIds)::bytea[])
             """
-        typealias Row = DeviceRecord
-        let parameters: [PGValue]
-
-        init(keyIds: [[UInt8]]) { parameters = [.array(.bytea(keyIds))] }
+        }
     }
 }
 
@@ -37,7 +38,12 @@ extension DevicesTable {
     /// deviceId in its app); times as RFC 3339 UTC seconds. No row when the key is not stored (for the app,
     /// when one is given).
     struct Show: PGOptionalRowStatement {
-        static let sql = """
+        typealias Row = DeviceAdministration.Shown
+        let keyId: [UInt8]
+        let app: AppIdentity?
+
+        var query: PGQuery {
+            """
             SELECT d.key_id, d.team_id, d.bundle_id, d.counter, d.environment, d.device_id, d.fingerprint,
                 d.attestation_count, d.assertion_count,
                 to_char(d.attested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS attested_at,
@@ -49,30 +55,28 @@ extension DevicesTable {
                 SELECT score, category FROM device_risk
                 WHERE team_id = d.team_id AND bundle_id = d.bundle_id AND device_id = d.device_id
                 ORDER BY updated_at DESC LIMIT 1) r ON true
-            WHERE d.key_id = $1 AND ($2::text IS NULL OR d.team_id = $2) AND ($3::text IS NULL OR d.bundle_id = $3)
+            WHERE d.key_id = \(keyId) AND (\(app?.teamId)::text IS NULL OR d.team_id = \(app?.teamId))
+                AND (\(app?.bundleId)::text IS NULL OR d.bundle_id = \(app?.bundleId))
             """
-        typealias Row = DeviceAdministration.Shown
-        let parameters: [PGValue]
-
-        init(keyId: [UInt8], app: AppIdentity?) {
-            parameters = [.bytes(keyId), app.map { .text($0.teamId) } ?? .null, app.map { .text($0.bundleId) } ?? .null]
         }
     }
 
     /// Revokes one unrevoked key of an app at `at`; the device as revoked when it did, none when the key is
     /// not stored for the app or was revoked already.
     struct Revoke: PGOptionalRowStatement {
-        static let sql = """
-            UPDATE devices SET revoked_at = to_timestamp($4::bigint / 1000000.0), revoked_reason = $5
-            WHERE key_id = $1 AND team_id = $2 AND bundle_id = $3 AND revoked_at IS NULL
+        typealias Row = DeviceRecord
+        let keyId: [UInt8]
+        let app: AppIdentity
+        let at: Timestamp
+        let reason: String?
+
+        var query: PGQuery {
+            """
+            UPDATE devices SET revoked_at = \(at)::timestamptz, revoked_reason = \(reason)
+            WHERE key_id = \(keyId) AND team_id = \(app.teamId) AND bundle_id = \(app.bundleId) AND revoked_at IS NULL
             RETURNING key_id, team_id, bundle_id, public_key, counter, environment, device_id, fingerprint,
                 (extract(epoch FROM revoked_at) * 1000000)::bigint AS revoked_at_us
             """
-        typealias Row = DeviceRecord
-        let parameters: [PGValue]
-
-        init(keyId: [UInt8], app: AppIdentity, at: Timestamp, reason: String?) {
-            parameters = [.bytes(keyId), .text(app.teamId), .text(app.bundleId), .int(at.microseconds), reason.map(PGValue.text) ?? .null]
         }
     }
 }

@@ -17,6 +17,20 @@ public struct IntelligenceChange: Sendable {
     public var countsAsActive: Bool
     public var keyId: [UInt8]?
 
+    public init(
+        device: AppDevice, month: String, event: DeviceEvent, deviceId: String, assessment: RiskAssessment, writesRisk: Bool,
+        countsAsActive: Bool, keyId: [UInt8]?
+    ) {
+        self.device = device
+        self.month = month
+        self.event = event
+        self.deviceId = deviceId
+        self.assessment = assessment
+        self.writesRisk = writesRisk
+        self.countsAsActive = countsAsActive
+        self.keyId = keyId
+    }
+
     /// For verdict tokens, which carry the category.
     public var riskCategory: RiskCategory { assessment.category }
 }

@@ -16,30 +16,45 @@ enum AppsTable {
 
     /// Every registered app.
     struct All: PGStatement {
-        static let sql = "SELECT \(AppsTable.policyColumns) FROM apps"
         typealias Row = AppPolicy
+
+        var query: PGQuery { "SELECT \(unescaped: AppsTable.policyColumns) FROM apps" }
     }
 
     /// One registered app; no row when it is not registered.
     struct One: PGOptionalRowStatement {
-        static let sql = """
-            SELECT \(AppsTable.policyColumns) FROM apps
-            WHERE team_id = $1 AND bundle_id = $2
-            """
         typealias Row = AppPolicy
-        let parameters: [PGValue]
+        let app: AppIdentity
 
-        init(_ app: AppIdentity) { parameters = [.text(app.teamId), .text(app.bundleId)] }
+        init(_ app: AppIdentity) { self.app = app }
+
+        var query: PGQuery {
+            """
+            SELECT \(unescaped: AppsTable.policyColumns) FROM apps
+            WHERE team_id = \(app.teamId) AND bundle_id = \(app.bundleId)
+            """
+        }
     }
 
     /// Registers or replaces an app.
     struct Upsert: PGCommandStatement {
-        static let sql = """
+        let app: AppPolicy
+
+        init(_ app: AppPolicy) { self.app = app }
+
+        var query: PGQuery {
+            let android = app.android
+            return """
             INSERT INTO apps (team_id, bundle_id, environments, challenges, mad_limit, grace_days, token_lifetime_seconds,
                 risk_weights, custom_claims, limited_use_assertions, limited_use_lifetime_seconds, android_package,
                 android_signing_digests, android_require_strongbox, android_require_verified_boot, android_min_patch_level,
                 android_min_os_version)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13::bytea[], $14, $15, $16, $17)
+            VALUES (\(app.teamId), \(app.bundleId), \(app.environments.rawValue), \(app.challenges.rawValue), \(app.madLimit),
+                \(app.graceDays), \(app.tokenLifetimeSeconds), \(app.risk.json)::jsonb, \(app.claims.json)::jsonb,
+                \(app.limitedUseAssertions), \(app.limitedUseLifetimeSeconds), \(android?.packageName),
+                \((android?.signingCertificateDigests ?? []).sorted { $0.lexicographicallyPrecedes($1) })::bytea[],
+                \(android?.requireStrongBox ?? false), \(android?.requireVerifiedBoot ?? false), \(android?.minimumOSPatchLevel),
+                \(android?.minimumOSVersion))
             ON CONFLICT (team_id, bundle_id) DO UPDATE SET environments = EXCLUDED.environments,
                 challenges = EXCLUDED.challenges, mad_limit = EXCLUDED.mad_limit, grace_days = EXCLUDED.grace_days,
                 token_lifetime_seconds = EXCLUDED.token_lifetime_seconds, risk_weights = EXCLUDED.risk_weights,
@@ -52,21 +67,6 @@ enum AppsTable {
                 android_min_os_version = EXCLUDED.android_min_os_version,
                 updated_at = now()
             """
-        let parameters: [PGValue]
-
-        init(_ app: AppPolicy) {
-            parameters = [
-                .text(app.teamId), .text(app.bundleId), .text(app.environments.rawValue), .text(app.challenges.rawValue),
-                app.madLimit.map { .int(Int64($0)) } ?? .null, .int(Int64(app.graceDays)),
-                .int(Int64(app.tokenLifetimeSeconds)), .json(app.risk.json.serialized()),
-                .json(app.claims.json.serialized()), .bool(app.limitedUseAssertions),
-                app.limitedUseLifetimeSeconds.map { .int(Int64($0)) } ?? .null,
-                app.android.map { .text($0.packageName) } ?? .null,
-                .array(.bytea((app.android?.signingCertificateDigests ?? []).sorted { $0.lexicographicallyPrecedes($1) })),
-                .bool(app.android?.requireStrongBox ?? false), .bool(app.android?.requireVerifiedBoot ?? false),
-                app.android?.minimumOSPatchLevel.map { .int(Int64($0)) } ?? .null,
-                app.android?.minimumOSVersion.map { .int(Int64($0)) } ?? .null,
-            ]
         }
     }
 }

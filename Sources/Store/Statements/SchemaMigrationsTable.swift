@@ -3,26 +3,26 @@ import PostgresClient
 /// The SQL of `schema_migrations` (see ``Migrator``); the migrations themselves are scripts, not statements.
 enum SchemaMigrationsTable {
     struct Create: PGCommandStatement {
-        static let sql = """
+        var query: PGQuery {
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
             """
+        }
     }
 
     /// Serialises migrations across workers until the transaction ends.
     struct Lock: PGCommandStatement {
-        static let sql = "SELECT pg_advisory_xact_lock($1)"
-        let parameters: [PGValue]
+        let key: Int64
 
-        init(key: Int64) { parameters = [.int(key)] }
+        var query: PGQuery { "SELECT pg_advisory_xact_lock(\(key))" }
     }
 
     /// The name a version was applied as; no row when it was not.
     struct Applied: PGOptionalRowStatement {
-        static let sql = "SELECT name FROM schema_migrations WHERE version = $1"
-        let parameters: [PGValue]
+        let version: Int
 
-        init(version: Int) { parameters = [.int(Int64(version))] }
+        var query: PGQuery { "SELECT name FROM schema_migrations WHERE version = \(version)" }
 
         struct Row: PGRowDecodable {
             let name: String
@@ -31,15 +31,15 @@ enum SchemaMigrationsTable {
     }
 
     struct Record: PGCommandStatement {
-        static let sql = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
-        let parameters: [PGValue]
+        let version: Int
+        let name: String
 
-        init(version: Int, name: String) { parameters = [.int(Int64(version)), .text(name)] }
+        var query: PGQuery { "INSERT INTO schema_migrations (version, name) VALUES (\(version), \(name))" }
     }
 
     /// Whether the table exists yet.
     struct Exists: PGOneRowStatement {
-        static let sql = "SELECT to_regclass('schema_migrations') IS NOT NULL AS present"
+        var query: PGQuery { "SELECT to_regclass('schema_migrations') IS NOT NULL AS present" }
 
         struct Row: PGRowDecodable {
             let present: Bool
@@ -49,7 +49,7 @@ enum SchemaMigrationsTable {
 
     /// The highest applied version, 0 when none is.
     struct Latest: PGOneRowStatement {
-        static let sql = "SELECT coalesce(max(version), 0) AS version FROM schema_migrations"
+        var query: PGQuery { "SELECT coalesce(max(version), 0) AS version FROM schema_migrations" }
 
         struct Row: PGRowDecodable {
             let version: Int

@@ -24,7 +24,7 @@ public enum RateLimitStore {
 
     /// Takes a token from `bucket`: nil when granted, else the whole seconds until one is available (for
     /// `Retry-After`, at least 1).
-    static func take(_ bucket: String, _ limit: Limit, on c: PGConnection) throws(PGError) -> Int? {
+    public static func take(_ bucket: String, _ limit: Limit, on c: PGConnection) throws(PGError) -> Int? {
         let taken = try c.execute(RateBucketsTable.Take(bucket: bucket, limit))
         return taken.granted ? nil : taken.retryAfter
     }

@@ -5,11 +5,12 @@ import PostgresClient
 enum APIKeysTable {
     /// The app's unrevoked key hashes, at most `limit`.
     struct ActiveHashes: PGStatement {
-        static let sql = "SELECT key_hash FROM app_api_keys WHERE team_id = $1 AND bundle_id = $2 AND revoked_at IS NULL LIMIT $3"
-        let parameters: [PGValue]
+        let teamId: String
+        let bundleId: String
+        let limit: Int
 
-        init(teamId: String, bundleId: String, limit: Int) {
-            parameters = [.text(teamId), .text(bundleId), .int(Int64(limit))]
+        var query: PGQuery {
+            "SELECT key_hash FROM app_api_keys WHERE team_id = \(teamId) AND bundle_id = \(bundleId) AND revoked_at IS NULL LIMIT \(limit)"
         }
 
         struct Row: PGRowDecodable {
@@ -20,10 +21,9 @@ enum APIKeysTable {
 
     /// The app an unrevoked key belongs to; no row for a key that is not one (or is revoked).
     struct Owner: PGOptionalRowStatement {
-        static let sql = "SELECT team_id, bundle_id FROM app_api_keys WHERE key_hash = $1 AND revoked_at IS NULL"
-        let parameters: [PGValue]
+        let hash: [UInt8]
 
-        init(hash: [UInt8]) { parameters = [.bytes(hash)] }
+        var query: PGQuery { "SELECT team_id, bundle_id FROM app_api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL" }
 
         struct Row: PGRowDecodable {
             let app: AppIdentity
@@ -34,19 +34,21 @@ enum APIKeysTable {
     /// Locks the app's row while its keys are counted (so two adds cannot pass the limit); no row when the
     /// app is not registered.
     struct LockApp: PGOptionalRowStatement {
-        static let sql = "SELECT 1 FROM apps WHERE team_id = $1 AND bundle_id = $2 FOR UPDATE"
         typealias Row = PGNoRow
-        let parameters: [PGValue]
+        let teamId: String
+        let bundleId: String
 
-        init(teamId: String, bundleId: String) { parameters = [.text(teamId), .text(bundleId)] }
+        var query: PGQuery { "SELECT 1 FROM apps WHERE team_id = \(teamId) AND bundle_id = \(bundleId) FOR UPDATE" }
     }
 
     /// How many unrevoked keys the app has.
     struct CountActive: PGOneRowStatement {
-        static let sql = "SELECT count(*) AS active FROM app_api_keys WHERE team_id = $1 AND bundle_id = $2 AND revoked_at IS NULL"
-        let parameters: [PGValue]
+        let teamId: String
+        let bundleId: String
 
-        init(teamId: String, bundleId: String) { parameters = [.text(teamId), .text(bundleId)] }
+        var query: PGQuery {
+            "SELECT count(*) AS active FROM app_api_keys WHERE team_id = \(teamId) AND bundle_id = \(bundleId) AND revoked_at IS NULL"
+        }
 
         struct Row: PGRowDecodable {
             let active: Int64
@@ -55,34 +57,40 @@ enum APIKeysTable {
     }
 
     struct Insert: PGCommandStatement {
-        static let sql = "INSERT INTO app_api_keys (key_hash, key_id, team_id, bundle_id) VALUES ($1, $2, $3, $4)"
-        let parameters: [PGValue]
+        let hash: [UInt8]
+        let keyId: String
+        let teamId: String
+        let bundleId: String
 
-        init(hash: [UInt8], keyId: String, teamId: String, bundleId: String) {
-            parameters = [.bytes(hash), .text(keyId), .text(teamId), .text(bundleId)]
+        var query: PGQuery {
+            "INSERT INTO app_api_keys (key_hash, key_id, team_id, bundle_id) VALUES (\(hash), \(keyId), \(teamId), \(bundleId))"
         }
     }
 
     /// The app's keys, revoked ones included, oldest first; times as RFC 3339 UTC seconds.
     struct List: PGStatement {
-        static let sql = """
+        typealias Row = APIKeyStore.Listed
+        let teamId: String
+        let bundleId: String
+
+        var query: PGQuery {
+            """
             SELECT key_id, team_id, bundle_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created_at,
                 to_char(revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS revoked_at
-            FROM app_api_keys WHERE team_id = $1 AND bundle_id = $2 ORDER BY app_api_keys.created_at, key_id
+            FROM app_api_keys WHERE team_id = \(teamId) AND bundle_id = \(bundleId) ORDER BY app_api_keys.created_at, key_id
             """
-        typealias Row = APIKeyStore.Listed
-        let parameters: [PGValue]
-
-        init(teamId: String, bundleId: String) { parameters = [.text(teamId), .text(bundleId)] }
+        }
     }
 
     /// Revokes one unrevoked key by id; the result is 1 when it did, else 0.
     struct Revoke: PGAffectedRowsStatement {
-        static let sql =
-            "UPDATE app_api_keys SET revoked_at = now() WHERE team_id = $1 AND bundle_id = $2 AND key_id = $3 AND revoked_at IS NULL"
-        let parameters: [PGValue]
+        let teamId: String
+        let bundleId: String
+        let keyId: String
 
-        init(teamId: String, bundleId: String, keyId: String) { parameters = [.text(teamId), .text(bundleId), .text(keyId)] }
+        var query: PGQuery {
+            "UPDATE app_api_keys SET revoked_at = now() WHERE team_id = \(teamId) AND bundle_id = \(bundleId) AND key_id = \(keyId) AND revoked_at IS NULL"
+        }
     }
 }
 

@@ -7,19 +7,16 @@ import PostgresClient
 enum VerdictsTable {
     /// The verdicts already stored for these jobs of their apps, probed by primary key (a batch's prefetch).
     struct Stored: PGStatement {
-        static let sql = """
+        let jobs: [ScopedJobId]
+
+        var query: PGQuery {
+            """
             SELECT x.team AS team_id, x.bundle AS bundle_id, x.job AS job_id, e.verdict_json, e.job_sha256
-            FROM unnest($1::text[], $2::text[], $3::text[]) AS x(team, bundle, job)
+            FROM unnest(\(jobs.map(\.app.teamId))::text[], \(jobs.map(\.app.bundleId))::text[], \(jobs.map(\.jobId))::text[]) AS x(team, bundle, job)
                 CROSS JOIN LATERAL (
                     SELECT verdict_json, job_sha256 FROM verdicts
                     WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job LIMIT 1) e
             """
-        let parameters: [PGValue]
-
-        init(jobs: [ScopedJobId]) {
-            parameters = [
-                .array(.text(jobs.map(\.app.teamId))), .array(.text(jobs.map(\.app.bundleId))), .array(.text(jobs.map(\.jobId))),
-            ]
         }
 
         struct Row: PGRowDecodable {
@@ -44,19 +41,17 @@ enum VerdictsTable {
     /// lock is `team/bundle/jobId`, as 0.8.0 took it at its commit, so the two wait for each other during
     /// an upgrade; a key's is `key/` and its hex.
     struct BatchLocks: PGCommandStatement {
-        static let sql = """
+        let jobs: [ScopedJobId]
+        let keyIds: [[UInt8]]
+
+        var query: PGQuery {
+            """
             SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
-            FROM (SELECT t || '/' || b || '/' || j FROM unnest($1::text[], $2::text[], $3::text[]) AS x(t, b, j)
-                UNION SELECT 'key/' || encode(k, 'hex') FROM unnest($4::bytea[]) AS y(k)) AS locks(k)
+            FROM (SELECT t || '/' || b || '/' || j
+                    FROM unnest(\(jobs.map(\.app.teamId))::text[], \(jobs.map(\.app.bundleId))::text[], \(jobs.map(\.jobId))::text[]) AS x(t, b, j)
+                UNION SELECT 'key/' || encode(k, 'hex') FROM unnest(\(keyIds)::bytea[]) AS y(k)) AS locks(k)
             ORDER BY k
             """
-        let parameters: [PGValue]
-
-        init(jobs: [ScopedJobId], keyIds: [[UInt8]]) {
-            parameters = [
-                .array(.text(jobs.map(\.app.teamId))), .array(.text(jobs.map(\.app.bundleId))), .array(.text(jobs.map(\.jobId))),
-                .array(.bytea(keyIds)),
-            ]
         }
     }
 
@@ -90,20 +85,34 @@ enum VerdictsTable {
     /// stored in any partition is skipped (ON CONFLICT sees its own partition only); `BatchLocks` before it
     /// makes that hold for a concurrent insert too.
     struct Attestation: PGOneRowStatement {
-        static let sql = """
-            WITH v AS (\(insertVerdict)
-                SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::timestamptz, $11::timestamptz, $12, $13::int4, $14::int8, $15::bytea,
-                    $28::timestamptz
-                WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE team_id = $4 AND bundle_id = $5 AND job_id = $1)
+        typealias Row = Written
+        let decision: Decision
+
+        /// - Precondition: `decision` is an accepted attestation (`attestedDevice` is set).
+        init(_ decision: Decision) { self.decision = decision }
+
+        var query: PGQuery {
+            let d = decision
+            let device = d.attestedDevice!
+            let m = device.metadata
+            let (team, bundle) = (d.app.teamId, d.app.bundleId)
+            return """
+            WITH v AS (\(unescaped: insertVerdict)
+                SELECT \(d.jobId), \(d.kind), \(d.keyId), \(team), \(bundle), \(d.ok), \(d.code), \(d.reason), \(d.verdictJSON),
+                    \(d.receivedAt)::timestamptz, \(d.decidedAt)::timestamptz, \(d.source?.topic), \(d.source?.partition)::int4,
+                    \(d.source?.offset)::int8, \(d.jobDigest)::bytea, \(d.storedPartitionAt)::timestamptz
+                WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE team_id = \(team) AND bundle_id = \(bundle) AND job_id = \(d.jobId))
                 ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING 1),
             d AS (
                 INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
                     subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
-                SELECT $16, $4, $5, $17, $18, $19, coalesce($20, gen_random_uuid()::text), $21, $22, $23, $24, $25,
-                    $26, $27, $10::timestamptz, $10::timestamptz
+                SELECT \(device.keyId), \(team), \(bundle), \(device.publicKey), \(device.environment), \(device.receipt),
+                    coalesce(\(device.deviceId), gen_random_uuid()::text), \(m["deviceFingerprint"]), \(m["subjectId"]), \(m["deviceModel"]),
+                    \(m["osVersion"]), \(m["appVersion"]), \(m["appBuildNumber"]), \(m["platform"]), \(d.receivedAt)::timestamptz,
+                    \(d.receivedAt)::timestamptz
                 WHERE EXISTS (SELECT 1 FROM v)
                 ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
-                    receipt = EXCLUDED.receipt, device_id = coalesce($20, devices.device_id),
+                    receipt = EXCLUDED.receipt, device_id = coalesce(\(device.deviceId), devices.device_id),
                     fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
                     subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
                     device_model = coalesce(EXCLUDED.device_model, devices.device_model),
@@ -116,29 +125,9 @@ enum VerdictsTable {
                 RETURNING 1)
             SELECT EXISTS (SELECT 1 FROM v) AS stored, e.verdict_json, e.job_sha256
             FROM (SELECT 1) one LEFT JOIN LATERAL (
-                SELECT verdict_json, job_sha256 FROM verdicts WHERE team_id = $4 AND bundle_id = $5 AND job_id = $1
+                SELECT verdict_json, job_sha256 FROM verdicts WHERE team_id = \(team) AND bundle_id = \(bundle) AND job_id = \(d.jobId)
                     AND NOT EXISTS (SELECT 1 FROM v)) e ON true
             """
-        typealias Row = Written
-        let parameters: [PGValue]
-
-        /// - Precondition: `d` is an accepted attestation (`attestedDevice` is set).
-        init(_ d: Decision) {
-            let device = d.attestedDevice!
-            let m = device.metadata
-            let optional = { (name: String) -> PGValue in m[name].map(PGValue.text) ?? .null }
-            parameters = [
-                .text(d.jobId), d.kind.map(PGValue.text) ?? .null, d.keyId.map(PGValue.text) ?? .null,
-                .text(d.app.teamId), .text(d.app.bundleId), .bool(d.ok),
-                d.code.map(PGValue.text) ?? .null, d.reason.map(PGValue.text) ?? .null, .text(d.verdictJSON),
-                d.receivedAt.map { .text($0.rfc3339) } ?? .null, .text(d.decidedAt.rfc3339),
-                d.source.map { .text($0.topic) } ?? .null, d.source.map { .int(Int64($0.partition)) } ?? .null,
-                d.source.map { .int($0.offset) } ?? .null, d.jobDigest.map(PGValue.bytes) ?? .null,
-                .bytes(device.keyId), .bytes(device.publicKey), .text(device.environment), device.receipt.map(PGValue.bytes) ?? .null,
-                device.deviceId.map(PGValue.text) ?? .null, optional("deviceFingerprint"), optional("subjectId"),
-                optional("deviceModel"), optional("osVersion"), optional("appVersion"), optional("appBuildNumber"),
-                optional("platform"), .text(d.storedPartitionAt.rfc3339),
-            ]
         }
     }
 
@@ -159,11 +148,26 @@ enum VerdictsTable {
     /// (LATERAL … LIMIT 1 cannot become a join that scans the table, whatever plan the cached statement
     /// settles on).
     struct Decisions: PGStatement {
-        static let sql = """
+        let decisions: [Decision]
+
+        init(_ decisions: [Decision]) { self.decisions = decisions }
+
+        var query: PGQuery {
+            let advanced = decisions.map { d -> (key: [UInt8], counter: UInt32)? in
+                if case .advanced(let key, let counter) = d.change { (key, counter) } else { nil }
+            }
+            let used = decisions.map { d -> [UInt8]? in if case .used(let key) = d.change { key } else { nil } }
+            return """
             WITH x AS (
-                SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[],
-                    $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::int4[],
-                    $15::int8[], $16::bytea[], $17::bytea[], $18::int8[], $19::timestamptz[], $20::bytea[])
+                SELECT * FROM unnest(\(decisions.indices.map { Int32($0) })::int4[], \(decisions.map(\.jobId))::text[],
+                    \(decisions.map(\.kind))::text[], \(decisions.map(\.keyId))::text[], \(decisions.map(\.app.teamId))::text[],
+                    \(decisions.map(\.app.bundleId))::text[], \(decisions.map(\.ok))::bool[], \(decisions.map(\.code))::text[],
+                    \(decisions.map(\.reason))::text[], \(decisions.map(\.verdictJSON))::text[], \(decisions.map(\.receivedAt))::timestamptz[],
+                    \(decisions.map(\.decidedAt))::timestamptz[], \(decisions.map { $0.source?.topic })::text[],
+                    \(decisions.map { $0.source?.partition })::int4[], \(decisions.map { $0.source?.offset })::int8[],
+                    \(decisions.map(\.jobDigest))::bytea[], \(advanced.map { $0?.key })::bytea[],
+                    \(advanced.map { $0.map { Int64($0.counter) } })::int8[], \(decisions.map(\.storedPartitionAt))::timestamptz[],
+                    \(used)::bytea[])
                     AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
                         dkey, ctr, pat, ukey)),
             decided AS (
@@ -192,7 +196,7 @@ enum VerdictsTable {
                     AND devices.key_id IN (SELECT key_id FROM locked)
                 RETURNING devices.key_id),
             v AS (
-                \(insertVerdict)
+                \(unescaped: insertVerdict)
                 SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat
                 FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
                 ORDER BY team, bundle, job
@@ -202,27 +206,6 @@ enum VerdictsTable {
                 LEFT JOIN decided ON decided.i = x.i
             ORDER BY x.i
             """
-        let parameters: [PGValue]
-        private let count: Int
-
-        init(_ decisions: [Decision]) {
-            count = decisions.count
-            let advanced = decisions.map { d -> (key: [UInt8], counter: UInt32)? in
-                if case .advanced(let key, let counter) = d.change { (key, counter) } else { nil }
-            }
-            let columns: [PGArray] = [
-                .int4(decisions.indices.map { Int32($0) }), .text(decisions.map(\.jobId)), .text(decisions.map(\.kind)),
-                .text(decisions.map(\.keyId)), .text(decisions.map(\.app.teamId)), .text(decisions.map(\.app.bundleId)),
-                .bool(decisions.map(\.ok)), .text(decisions.map(\.code)), .text(decisions.map(\.reason)),
-                .text(decisions.map(\.verdictJSON)), .timestamptz(unixMicroseconds: decisions.map { $0.receivedAt?.microseconds }),
-                .timestamptz(unixMicroseconds: decisions.map(\.decidedAt.microseconds)), .text(decisions.map { $0.source?.topic }),
-                .int4(decisions.map { $0.source?.partition }), .int8(decisions.map { $0.source?.offset }),
-                .bytea(decisions.map(\.jobDigest)), .bytea(advanced.map { $0?.key }),
-                .int8(advanced.map { $0.map { Int64($0.counter) } }),
-                .timestamptz(unixMicroseconds: decisions.map(\.storedPartitionAt.microseconds)),
-                .bytea(decisions.map { d -> [UInt8]? in if case .used(let key) = d.change { key } else { nil } }),
-            ]
-            parameters = columns.map(PGValue.array)
         }
 
         struct Row: PGRowDecodable {
@@ -241,7 +224,7 @@ enum VerdictsTable {
 
         func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [CommitOutcome] {
             // Sorted by `decision`, one row each: the n-th row is the n-th decision's.
-            let rows = try rows.exactly(count)
+            let rows = try rows.exactly(decisions.count)
             for (position, row) in rows.enumerated() where row.decision != position {
                 throw PGError(code: .unexpectedRowCount, message: "VerdictsTable.Decisions: row \(position) answers decision \(row.decision)")
             }

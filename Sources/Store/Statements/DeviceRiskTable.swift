@@ -15,7 +15,12 @@ enum DeviceRiskTable {
 
     /// The histories and held scores of these devices, each looked up by primary key.
     struct Histories: PGStatement {
-        static let sql = """
+        let devices: [AppDevice]
+
+        init(_ devices: [AppDevice]) { self.devices = devices }
+
+        var query: PGQuery {
+            """
             SELECT r.team_id, r.bundle_id, r.identity, r.device_id, r.attestations,
                 (extract(epoch FROM r.last_attestation_at) * 1000000)::bigint AS last_attestation_at_us, r.keys,
                 r.failed_attestations, r.failed_assertions, r.counter_replays,
@@ -23,17 +28,11 @@ enum DeviceRiskTable {
                 r.receipt_risk_metric, (extract(epoch FROM r.receipt_metric_at) * 1000000)::bigint AS receipt_metric_at_us,
                 r.receipt_metric_growth, r.environment, r.score, r.factors::text AS factors,
                 (extract(epoch FROM r.failure_window_start) * 1000000)::bigint AS failure_window_start_us
-            FROM unnest($1::text[], $2::text[], $3::text[]) AS q(t, b, i)
+            FROM unnest(\(devices.map(\.teamId))::text[], \(devices.map(\.bundleId))::text[], \(devices.map(\.identity.value))::text[])
+                AS q(t, b, i)
                 CROSS JOIN LATERAL (
                     SELECT * FROM device_risk WHERE team_id = q.t AND bundle_id = q.b AND identity = q.i LIMIT 1) r
             """
-        let parameters: [PGValue]
-
-        init(_ devices: [AppDevice]) {
-            parameters = [
-                .array(.text(devices.map(\.teamId))), .array(.text(devices.map(\.bundleId))),
-                .array(.text(devices.map(\.identity.value))),
-            ]
         }
 
         struct Row: PGRowDecodable {
@@ -77,26 +76,41 @@ enum DeviceRiskTable {
     /// its earlier ones leave. The history row compares with the row as the statement found it (its CTEs
     /// share one snapshot), before this round's upsert.
     struct Upserts: PGCommandStatement {
-        static let sql: String = {
-            // The event counts a failure, and the failure window the row holds is still open at its receivedAt
-            // (the twin of `DeviceHistory.failureWindowIsOpen`): a closed window's failures are replaced.
-            let failed = "(EXCLUDED.failed_attestations + EXCLUDED.failed_assertions + EXCLUDED.counter_replays) > 0"
-            let inWindow = "EXCLUDED.failure_window_start < r.failure_window_start + interval '\(DeviceHistory.failureWindowSeconds) seconds'"
-            let failures = { (column: String) in
-                "\(column) = CASE WHEN NOT \(failed) THEN r.\(column) WHEN \(inWindow) THEN r.\(column) + EXCLUDED.\(column) ELSE EXCLUDED.\(column) END"
-            }
+        let decisions: [Decision]
+
+        /// - Precondition: every decision writes risk (``writes(_:)``), and no two are of one device.
+        init(_ decisions: [Decision]) { self.decisions = decisions }
+
+        // The event counts a failure, and the failure window the row holds is still open at its receivedAt
+        // (the twin of `DeviceHistory.failureWindowIsOpen`): a closed window's failures are replaced.
+        private static let failed = "(EXCLUDED.failed_attestations + EXCLUDED.failed_assertions + EXCLUDED.counter_replays) > 0"
+        private static let inWindow =
+            "EXCLUDED.failure_window_start < r.failure_window_start + interval '\(DeviceHistory.failureWindowSeconds) seconds'"
+        private static func failures(_ column: String) -> String {
+            "\(column) = CASE WHEN NOT \(failed) THEN r.\(column) WHEN \(inWindow) THEN r.\(column) + EXCLUDED.\(column) ELSE EXCLUDED.\(column) END"
+        }
+
+        var query: PGQuery {
+            let c = decisions.map { $0.intelligence! }
+            let flag = { (on: Bool) -> Int32? in on ? 1 : 0 }
             return
                 """
                 WITH x AS (
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::int4[],
-                        $8::int4[], $9::int4[], $10::int4[], $11::int4[], $12::text[], $13::int4[], $14::int4[], $15::text[], $16::text[],
-                        $17::timestamptz[])
+                    SELECT * FROM unnest(\(decisions.map(\.jobId))::text[], \(c.map(\.device.teamId))::text[],
+                        \(c.map(\.device.bundleId))::text[], \(decisions.map { $0.receivedAt! })::timestamptz[],
+                        \(c.map(\.device.identity.value))::text[], \(c.map(\.deviceId))::text[], \(c.map { flag($0.event.attested) })::int4[],
+                        \(c.map { flag($0.event.newKey) })::int4[], \(c.map { flag($0.event.failedAttestation) })::int4[],
+                        \(c.map { flag($0.event.failedAssertion) })::int4[], \(c.map { flag($0.event.counterReplay) })::int4[],
+                        \(c.map { $0.event.environment?.rawValue })::text[],
+                        \(c.map { $0.event.receiptRiskMetric.map { Int32(clamping: $0) } })::int4[],
+                        \(c.map { Int32(clamping: $0.assessment.score) })::int4[], \(c.map(\.riskCategory.rawValue))::text[],
+                        \(c.map { $0.assessment.factorsJSON.serialized() })::text[], \(decisions.map(\.storedPartitionAt))::timestamptz[])
                         AS x(job, team, bundle, received, identity, device_id, attested, new_key, failed_attestation, failed_assertion,
                             counter_replay, environment, metric, score, category, factors, pat)),
                 v AS (
                     SELECT x.* FROM x WHERE EXISTS (
                         SELECT 1 FROM verdicts WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job
-                            AND partition_at = x.pat AND \(DeviceRiskTable.insertedHere))),
+                            AND partition_at = x.pat AND \(unescaped: DeviceRiskTable.insertedHere))),
                 h AS (
                     INSERT INTO device_risk_history (team_id, bundle_id, identity, job_id, score, category, factors, scored_at)
                     SELECT v.team, v.bundle, v.identity, v.job, v.score, v.category, v.factors::jsonb, v.received FROM v
@@ -116,8 +130,9 @@ enum DeviceRiskTable {
                         attestations = r.attestations + EXCLUDED.attestations,
                         last_attestation_at = greatest(r.last_attestation_at, EXCLUDED.last_attestation_at),
                         keys = r.keys + EXCLUDED.keys,
-                        \(failures("failed_attestations")), \(failures("failed_assertions")), \(failures("counter_replays")),
-                        failure_window_start = CASE WHEN NOT \(failed) OR \(inWindow) THEN r.failure_window_start
+                        \(unescaped: Self.failures("failed_attestations")), \(unescaped: Self.failures("failed_assertions")),
+                        \(unescaped: Self.failures("counter_replays")),
+                        failure_window_start = CASE WHEN NOT \(unescaped: Self.failed) OR \(unescaped: Self.inWindow) THEN r.failure_window_start
                             ELSE EXCLUDED.failure_window_start END,
                         window_start = CASE WHEN EXCLUDED.attestations = 0 THEN r.window_start
                             WHEN EXCLUDED.window_start < r.window_start + interval '24 hours' THEN r.window_start
@@ -132,24 +147,6 @@ enum DeviceRiskTable {
                     RETURNING 1)
                 SELECT (SELECT count(*) FROM r)::int
                 """
-        }()
-        let parameters: [PGValue]
-
-        /// - Precondition: every decision writes risk (``writes(_:)``), and no two are of one device.
-        init(_ decisions: [Decision]) {
-            let c = decisions.map { $0.intelligence! }
-            let flag = { (on: Bool) -> Int32? in on ? 1 : 0 }
-            let columns: [PGArray] = [
-                .text(decisions.map(\.jobId)), .text(c.map(\.device.teamId)), .text(c.map(\.device.bundleId)),
-                .timestamptz(unixMicroseconds: decisions.map { $0.receivedAt!.microseconds }), .text(c.map(\.device.identity.value)),
-                .text(c.map(\.deviceId)), .int4(c.map { flag($0.event.attested) }), .int4(c.map { flag($0.event.newKey) }),
-                .int4(c.map { flag($0.event.failedAttestation) }), .int4(c.map { flag($0.event.failedAssertion) }),
-                .int4(c.map { flag($0.event.counterReplay) }), .text(c.map { $0.event.environment?.rawValue }),
-                .int4(c.map { $0.event.receiptRiskMetric.map { Int32(clamping: $0) } }), .int4(c.map { Int32(clamping: $0.assessment.score) }),
-                .text(c.map(\.riskCategory.rawValue)), .text(c.map { $0.assessment.factorsJSON.serialized() }),
-                .timestamptz(unixMicroseconds: decisions.map(\.storedPartitionAt.microseconds)),
-            ]
-            parameters = columns.map(PGValue.array)
         }
 
         /// Whether `d` writes risk: its job could be read and its intelligence changes the row

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresClient
 
-/// Applies the numbered SQL files of Sources/Worker/Migrations (linked as Schemas/postgres; bundled as
+/// Applies the numbered SQL files of Sources/Store/Migrations (linked as Schemas/postgres; bundled as
 /// resources) in order, each in its own transaction, recording them in `schema_migrations`. Forward-only;
 /// an advisory lock makes concurrent starts of several workers safe.
 public struct Migrator {

@@ -7,17 +7,26 @@ enum ChallengesTable {
     /// Stores a fresh challenge for a registered app, stamped by the database's clock; no row when the app
     /// is not registered.
     struct Insert: PGOptionalRowStatement {
-        static let sql = """
+        let bytes: [UInt8]
+        let teamId: String
+        let bundleId: String
+        let lifetimeSeconds: Int64
+
+        init(_ bytes: [UInt8], teamId: String, bundleId: String, lifetimeSeconds: Int64) {
+            self.bytes = bytes
+            self.teamId = teamId
+            self.bundleId = bundleId
+            self.lifetimeSeconds = lifetimeSeconds
+        }
+
+        var query: PGQuery {
+            """
             INSERT INTO challenges (challenge, team_id, bundle_id, issued_at, expires_at)
-            SELECT $1, team_id, bundle_id, now(), now() + $4::bigint * interval '1 second'
-            FROM apps WHERE team_id = $2 AND bundle_id = $3
+            SELECT \(bytes), team_id, bundle_id, now(), now() + \(lifetimeSeconds)::bigint * interval '1 second'
+            FROM apps WHERE team_id = \(teamId) AND bundle_id = \(bundleId)
             RETURNING (extract(epoch FROM issued_at) * 1000000)::bigint AS issued_at_us,
                 (extract(epoch FROM expires_at) * 1000000)::bigint AS expires_at_us
             """
-        let parameters: [PGValue]
-
-        init(_ bytes: [UInt8], teamId: String, bundleId: String, lifetimeSeconds: Int64) {
-            parameters = [.bytes(bytes), .text(teamId), .text(bundleId), .int(lifetimeSeconds)]
         }
 
         struct Row: PGRowDecodable {
@@ -33,11 +42,12 @@ enum ChallengesTable {
 
     /// Settles a batch's claims: each claim's ``ChallengeOutcome`` by its jobId, every claim answered.
     struct Consume: PGStatement {
-        static let sql = """
+        var query: PGQuery {
+            """
             WITH claim AS (
                 SELECT x.j AS job_id, x.t AS team_id, x.b AS bundle_id, decode(x.c, 'hex') AS challenge,
                     x.r AS received_at, x.s AS skew, x.o AS ord
-                FROM jsonb_to_recordset($1::jsonb) AS x(j text, t text, b text, c text, r timestamptz, s bigint, o integer)),
+                FROM jsonb_to_recordset(\(payload)::jsonb) AS x(j text, t text, b text, c text, r timestamptz, s bigint, o integer)),
             found AS (
                 SELECT claim.job_id, claim.challenge, claim.received_at, claim.ord, ch.used_by_job, ch.expires_at,
                     extract(epoch FROM claim.received_at) + claim.skew < extract(epoch FROM ch.issued_at) AS backdated
@@ -64,7 +74,9 @@ enum ChallengesTable {
                     ELSE 'already_used' END AS outcome
             FROM claim LEFT JOIN found ON found.job_id = claim.job_id
             """
-        let parameters: [PGValue]
+        }
+
+        private let payload: JSONValue
 
         /// The claims travel as one JSON document (`o` keeps their batch order for "earliest claim wins").
         init(_ claims: [ChallengeClaim]) {
@@ -76,7 +88,7 @@ enum ChallengesTable {
                         ("s", .int(claim.skewSeconds)), ("o", .int(Int64(index))),
                     ])
                 })
-            parameters = [.json(payload.serialized())]
+            self.payload = payload
             jobIds = claims.map(\.jobId)
         }
 
@@ -106,14 +118,16 @@ enum ChallengesTable {
     /// Deletes up to `limit` challenges that expired more than `retainSeconds` ago, oldest first, skipping
     /// rows another purge holds; the result is how many went.
     struct Purge: PGAffectedRowsStatement {
-        static let sql = """
-            DELETE FROM challenges WHERE challenge IN (
-                SELECT challenge FROM challenges WHERE expires_at < now() - $1::bigint * interval '1 second'
-                ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-            """
-        let parameters: [PGValue]
+        let retainSeconds: Int64
+        let limit: Int
 
-        init(retainSeconds: Int64, limit: Int) { parameters = [.int(retainSeconds), .int(Int64(limit))] }
+        var query: PGQuery {
+            """
+            DELETE FROM challenges WHERE challenge IN (
+                SELECT challenge FROM challenges WHERE expires_at < now() - \(retainSeconds)::bigint * interval '1 second'
+                ORDER BY expires_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            """
+        }
     }
 }
 

@@ -30,6 +30,20 @@ public struct Decision: Sendable {
         /// generate a UUID.
         public var deviceId: String?
         public var metadata: [String: String]
+
+        public init(
+            keyId: [UInt8], teamId: String, bundleId: String, publicKey: [UInt8], environment: String, receipt: [UInt8]?, deviceId: String?,
+            metadata: [String: String]
+        ) {
+            self.keyId = keyId
+            self.teamId = teamId
+            self.bundleId = bundleId
+            self.publicKey = publicKey
+            self.environment = environment
+            self.receipt = receipt
+            self.deviceId = deviceId
+            self.metadata = metadata
+        }
     }
 
     /// Where the job came from, stored for support.
@@ -37,6 +51,12 @@ public struct Decision: Sendable {
         public var topic: String
         public var partition: Int32
         public var offset: Int64
+
+        public init(topic: String, partition: Int32, offset: Int64) {
+            self.topic = topic
+            self.partition = partition
+            self.offset = offset
+        }
     }
 
     public var jobId: String
@@ -62,12 +82,34 @@ public struct Decision: Sendable {
     /// decision's time (a job without a usable receivedAt, whose rejection changes nothing).
     public var partitionAt: Timestamp? = nil
 
+    public init(
+        jobId: String, app: AppIdentity, kind: String?, keyId: String?, ok: Bool, code: String?, reason: String?, verdictJSON: String,
+        receivedAt: Timestamp?, decidedAt: Timestamp, source: Source?, change: DeviceChange, intelligence: IntelligenceChange?,
+        jobDigest: [UInt8]? = nil, partitionAt: Timestamp? = nil
+    ) {
+        self.jobId = jobId
+        self.app = app
+        self.kind = kind
+        self.keyId = keyId
+        self.ok = ok
+        self.code = code
+        self.reason = reason
+        self.verdictJSON = verdictJSON
+        self.receivedAt = receivedAt
+        self.decidedAt = decidedAt
+        self.source = source
+        self.change = change
+        self.intelligence = intelligence
+        self.jobDigest = jobDigest
+        self.partitionAt = partitionAt
+    }
+
     /// The partition time the verdict is stored under.
     var storedPartitionAt: Timestamp { partitionAt ?? decidedAt }
 
     /// A decision's `partitionAt`: its job's receivedAt when the job's time bounds admit it at `decidedAt`
     /// (the receivedAt check passed), else nil.
-    static func partitionTime(receivedAt: Timestamp?, decidedAt: Timestamp, bounds: JobVerifier.TimeBounds) -> Timestamp? {
+    public static func partitionTime(receivedAt: Timestamp?, decidedAt: Timestamp, bounds: JobVerifier.TimeBounds) -> Timestamp? {
         guard let receivedAt else { return nil }
         let (received, now) = (Int128(receivedAt.microseconds), Int128(decidedAt.microseconds))
         guard received >= now - Int128(bounds.maxAgeSeconds) * 1_000_000,

@@ -8,7 +8,7 @@ public enum APIKeyStore {
     /// An app holds at most this many unrevoked keys (room for a rotation or two), which also bounds the
     /// work of checking one request.
     public static let maxActiveKeysPerApp = 8
-    static let prefix = "ak_"
+    public static let prefix = "ak_"
 
     /// A key as `app key list` shows it: never the key, never its hash.
     public struct Listed: Sendable, Equatable {

@@ -12,7 +12,8 @@ enum PartitionsTable {
     /// Every partition of both tables: its bounds in microseconds (nil for MINVALUE/MAXVALUE, both nil for
     /// the DEFAULT partition).
     struct Catalog: PGStatement {
-        static let sql = """
+        var query: PGQuery {
+            """
             WITH parts AS (
                 SELECT p.relname::text AS parent, c.relname::text AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
                 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
@@ -22,6 +23,7 @@ enum PartitionsTable {
                 (extract(epoch FROM substring(bound FROM 'TO \\(''([^'']*)''\\)')::timestamptz) * 1000000)::bigint AS upper_us
             FROM parts ORDER BY parent, name
             """
+        }
 
         struct Row: PGRowDecodable {
             let table: String
@@ -42,13 +44,14 @@ enum PartitionsTable {
 
     /// How many rows the DEFAULT partitions hold, counted up to `cap` (a bounded scan).
     struct DefaultRows: PGOneRowStatement {
-        static let sql = """
-            SELECT (SELECT count(*) FROM (SELECT 1 FROM verdicts_default LIMIT $1) v) AS verdicts,
-                (SELECT count(*) FROM (SELECT 1 FROM device_risk_history_default LIMIT $1) r) AS device_risk_history
-            """
-        let parameters: [PGValue]
+        let cap: Int64
 
-        init(cap: Int64) { parameters = [.int(cap)] }
+        var query: PGQuery {
+            """
+            SELECT (SELECT count(*) FROM (SELECT 1 FROM verdicts_default LIMIT \(cap)) v) AS verdicts,
+                (SELECT count(*) FROM (SELECT 1 FROM device_risk_history_default LIMIT \(cap)) r) AS device_risk_history
+            """
+        }
 
         struct Row: PGRowDecodable {
             let verdicts: Int64
@@ -64,17 +67,16 @@ enum PartitionsTable {
     /// Bounds every lock wait of the transaction: dropping and attaching wait for the tables' locks, and
     /// a wait must not hold the batches queued behind it for long (the next round tries again).
     struct LockTimeout: PGCommandStatement {
-        static let sql = "SET LOCAL lock_timeout = '2s'"
+        var query: PGQuery { "SET LOCAL lock_timeout = '2s'" }
     }
 
     /// Whether this transaction holds the maintenance lock (released when it ends, so a worker killed in
     /// the middle never keeps it). Advisory locks are the database's: the second key is the schema's, so
     /// deployments in two schemas of one database do not wait for each other.
     struct TryLock: PGOneRowStatement {
-        static let sql = "SELECT pg_try_advisory_xact_lock($1::int4, hashtext(current_schema())) AS locked"
-        let parameters: [PGValue]
+        let key: Int32
 
-        init(key: Int32) { parameters = [.int(Int64(key))] }
+        var query: PGQuery { "SELECT pg_try_advisory_xact_lock(\(key)::int4, hashtext(current_schema())) AS locked" }
 
         struct Row: PGRowDecodable {
             let locked: Bool
@@ -85,15 +87,11 @@ enum PartitionsTable {
     /// Creates the partition [lower, upper) of `table`, moving into it the rows the DEFAULT partition holds
     /// in that range; returns how many it moved.
     struct Create: PGOneRowStatement {
-        static let sql = """
-            SELECT attest_partition_create($1, timestamptz 'epoch' + $2::bigint * interval '1 microsecond',
-                timestamptz 'epoch' + $3::bigint * interval '1 microsecond') AS moved
-            """
-        let parameters: [PGValue]
+        let table: String
+        let lower: Timestamp
+        let upper: Timestamp
 
-        init(table: String, lower: Timestamp, upper: Timestamp) {
-            parameters = [.text(table), .int(lower.microseconds), .int(upper.microseconds)]
-        }
+        var query: PGQuery { "SELECT attest_partition_create(\(table), \(lower)::timestamptz, \(upper)::timestamptz) AS moved" }
 
         struct Row: PGRowDecodable {
             let moved: Int64
@@ -103,31 +101,32 @@ enum PartitionsTable {
 
     /// Drops one partition of `table` with its rows.
     struct Drop: PGCommandStatement {
-        static let sql = "SELECT attest_partition_drop($1, $2)"
-        let parameters: [PGValue]
+        let table: String
+        let partition: String
 
-        init(table: String, partition: String) { parameters = [.text(table), .text(partition)] }
+        var query: PGQuery { "SELECT attest_partition_drop(\(table), \(partition))" }
     }
 
     /// Deletes up to `limit` rows of each DEFAULT partition older than its table's retention.
     struct PurgeDefaults: PGOneRowStatement {
-        static let sql = """
+        let verdictsBefore: Timestamp
+        let riskHistoryBefore: Timestamp
+        let limit: Int64
+
+        var query: PGQuery {
+            """
             WITH v AS (
                 DELETE FROM verdicts_default WHERE ctid = ANY(ARRAY(
                     SELECT ctid FROM verdicts_default
-                    WHERE partition_at < timestamptz 'epoch' + $1::bigint * interval '1 microsecond' LIMIT $3))
+                    WHERE partition_at < \(verdictsBefore)::timestamptz LIMIT \(limit)))
                 RETURNING 1),
             r AS (
                 DELETE FROM device_risk_history_default WHERE ctid = ANY(ARRAY(
                     SELECT ctid FROM device_risk_history_default
-                    WHERE scored_at < timestamptz 'epoch' + $2::bigint * interval '1 microsecond' LIMIT $3))
+                    WHERE scored_at < \(riskHistoryBefore)::timestamptz LIMIT \(limit)))
                 RETURNING 1)
             SELECT (SELECT count(*) FROM v) + (SELECT count(*) FROM r) AS deleted
             """
-        let parameters: [PGValue]
-
-        init(verdictsBefore: Timestamp, riskHistoryBefore: Timestamp, limit: Int64) {
-            parameters = [.int(verdictsBefore.microseconds), .int(riskHistoryBefore.microseconds), .int(limit)]
         }
 
         struct Row: PGRowDecodable {
@@ -139,28 +138,29 @@ enum PartitionsTable {
     /// Deletes up to `limit` rows of each billing table (counted devices, monthly totals, quota crossings)
     /// of the UTC months before the one `months` before now's.
     struct PurgeBilling: PGOneRowStatement {
-        static let sql = """
+        let now: Timestamp
+        let months: Int
+        let limit: Int64
+
+        var query: PGQuery {
+            """
             WITH cutoff AS (
-                SELECT (date_trunc('month', (timestamptz 'epoch' + $1::bigint * interval '1 microsecond') AT TIME ZONE 'UTC')
-                    - make_interval(months => $2::int))::date AS month),
+                SELECT (date_trunc('month', \(now)::timestamptz AT TIME ZONE 'UTC')
+                    - make_interval(months => \(months)::int))::date AS month),
             d AS (
                 DELETE FROM mad_devices WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM mad_devices WHERE month < (SELECT month FROM cutoff) LIMIT $3))
+                    SELECT ctid FROM mad_devices WHERE month < (SELECT month FROM cutoff) LIMIT \(limit)))
                 RETURNING 1),
             t AS (
                 DELETE FROM mad_totals WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM mad_totals WHERE month < (SELECT month FROM cutoff) LIMIT $3))
+                    SELECT ctid FROM mad_totals WHERE month < (SELECT month FROM cutoff) LIMIT \(limit)))
                 RETURNING 1),
             q AS (
                 DELETE FROM mad_quota_events WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM mad_quota_events WHERE month < (SELECT month FROM cutoff) LIMIT $3))
+                    SELECT ctid FROM mad_quota_events WHERE month < (SELECT month FROM cutoff) LIMIT \(limit)))
                 RETURNING 1)
             SELECT (SELECT count(*) FROM d) + (SELECT count(*) FROM t) + (SELECT count(*) FROM q) AS deleted
             """
-        let parameters: [PGValue]
-
-        init(now: Timestamp, months: Int, limit: Int64) {
-            parameters = [.int(now.microseconds), .int(Int64(months)), .int(limit)]
         }
 
         struct Row: PGRowDecodable {

@@ -3,7 +3,7 @@ import AttestJobs
 import PostgresClient
 
 /// What `attest-worker device show|revoke` reads and writes: one device's row, and the operator's revocation
-/// of its key (migration 0010), which every worker applies from its next batch (``DeviceCache``).
+/// of its key (migration 0010), which every worker applies from its next batch (the worker's `DeviceCache`).
 public enum DeviceAdministration {
     /// The operator's note on a revocation is at most this long (the column's bound).
     public static let maxReasonBytes = 512
