@@ -5,7 +5,7 @@ import Foundation
 import PostgresClient
 import Synchronization
 import Testing
-@testable import Worker
+@testable import Store
 
 /// A batch decides from what its gather read, against the ops/stack PostgreSQL: the gather locks the batch's
 /// keys, so another batch of the same key waits for the first to settle and reads what it stored, instead of
