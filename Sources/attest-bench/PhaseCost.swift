@@ -42,8 +42,13 @@ struct PhaseCost {
 
     /// The cost of the next `seconds`, waited out here (the idle window: nothing in flight).
     static func over(seconds: Double, _ processes: Processes, connection: PGReconnectingConnection) throws -> PhaseCost {
+        try during(processes, connection: connection) { Thread.sleep(forTimeInterval: seconds) }
+    }
+
+    /// The cost of running `work`.
+    static func during(_ processes: Processes, connection: PGReconnectingConnection, _ work: () throws -> Void) throws -> PhaseCost {
         let before = try Reading.now(processes, connection: connection)
-        Thread.sleep(forTimeInterval: seconds)
+        try work()
         return try since(before, processes, connection: connection)
     }
 

@@ -55,6 +55,9 @@ struct PipelineBenchmark: Subcommand {
                       process can be); the same three CPU figures per job of the latency phase (smaller
                       batches: more of each batch's fixed cost per job); the WAL bytes written; and over every phase, rows inserted, updated
                       and deleted in the user tables.
+          vacuum      after the throughput phase, VACUUM (ANALYZE) of the database, PostgreSQL's CPU
+                      per throughput job (the phase's dead rows and statistics; autovacuum would
+                      otherwise wake in the phases after and charge their few jobs for it).
           idle        between the throughput and latency phases, S seconds (--idle-seconds S, default
                       5; 0: none) with no job in flight: the worker's, PostgreSQL's and the broker's CPU
                       per second, what they spend whatever the rate (consumers fetching at their fetch
@@ -91,7 +94,7 @@ struct PipelineBenchmark: Subcommand {
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "producingP50Ms", "producingP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
         "benchCpuMsPerJob", "verificationShareOfCpu", "latencyPhaseCpuMsPerJob": {"worker",
-        "postgres", "broker"}, "idleCpuMsPerSec": {"worker", "postgres", "broker"} (null without an idle window), "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
+        "postgres", "broker"}, "vacuumPostgresCpuMsPerJob", "idleCpuMsPerSec": {"worker", "postgres", "broker"} (null without an idle window), "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
         "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
         "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
         off); jobs is the throughput phase's count, androidShare the share of devices that are Android ones
@@ -166,6 +169,8 @@ struct PipelineBenchmark: Subcommand {
         var latencyCost: PhaseCost
         /// The requests every client sent the broker over the latency phase (and the second after it).
         var latencyRequests: BrokerRequestTally
+        /// The VACUUM (ANALYZE) after the throughput phase, charged to its jobs.
+        var vacuumCost: PhaseCost
         /// The idle window's cost and length; nil when there was none.
         var idleCost: PhaseCost?
         var idleSeconds: Double
@@ -207,6 +212,7 @@ struct PipelineBenchmark: Subcommand {
                     ("worker", perJob(latencyCost.workerSeconds, latencyJobs)), ("postgres", perJob(latencyCost.postgresSeconds, latencyJobs)),
                     ("broker", perJob(latencyCost.brokerSeconds, latencyJobs)),
                 ])),
+                ("vacuumPostgresCpuMsPerJob", perJob(vacuumCost.postgresSeconds)),
                 ("idleCpuMsPerSec", idleCost.map { idle in
                     .object([("worker", idle.workerSeconds), ("postgres", idle.postgresSeconds), ("broker", idle.brokerSeconds)].map { name, seconds in
                         (name, seconds.map { .double(($0 * 1000 / idleSeconds * 10).rounded() / 10) } ?? .null)
@@ -308,6 +314,7 @@ struct PipelineBenchmark: Subcommand {
                 row("CPU, latency phase: worker", cpuText(latencyCost.workerSeconds, latencyJobs)),
                 row("  PostgreSQL", cpuText(latencyCost.postgresSeconds, latencyJobs)),
                 row("  broker", cpuText(latencyCost.brokerSeconds, latencyJobs)),
+                row("  PostgreSQL's VACUUM after the phase", cpuText(vacuumCost.postgresSeconds)),
                 row("CPU, idle: worker", idleText(idleCost?.workerSeconds)),
                 row("  PostgreSQL", idleText(idleCost?.postgresSeconds)),
                 row("  broker", idleText(idleCost?.brokerSeconds)),
@@ -398,6 +405,12 @@ struct PipelineBenchmark: Subcommand {
         let jobsPerSec = try pipeline.produceAtOnce(stream, phase: "throughput phase", stallSeconds: 30)
         let cost = try PhaseCost.since(before, processes, connection: rig.connection)
         Self.note(String(format: "throughput: %.0f jobs/s end to end", jobsPerSec))
+        // The throughput phase's dead rows and statistics dealt with now, at its cost, so that autovacuum does
+        // not wake in the middle of the phases after and charge their few jobs for it.
+        Self.note("vacuum: VACUUM (ANALYZE) after the throughput phase")
+        let vacuumCost = try PhaseCost.during(processes, connection: rig.connection) { () throws(PGError) in
+            _ = try rig.connection.run { c throws(PGError) in try c.execute("VACUUM (ANALYZE)") }
+        }
         let rate = options.rate ?? jobsPerSec / 2
         let paced = try mint(max(1, Int((rate * options.latencySeconds).rounded(.up)) / 10), "l")
         // Nothing in flight: what each process spends whatever the rate.
@@ -433,7 +446,7 @@ struct PipelineBenchmark: Subcommand {
             coreJobsPerSec: Double(firstHalf.jobs + secondHalf.jobs) / (firstHalf.seconds + secondHalf.seconds),
             latencyRate: rate, latencyJobs: paced.jobs.count, p50Ms: Self.percentile(latencies, 0.50),
             p99Ms: Self.percentile(latencies, 0.99), stages: stages, workerStages: workerStages, cost: cost, latencyCost: latencyCost,
-            latencyRequests: latencyRequests, idleCost: idleCost, idleSeconds: options.idleSeconds, rowsWritten: rowsAfter.total &- rowsBefore.total,
+            latencyRequests: latencyRequests, vacuumCost: vacuumCost, idleCost: idleCost, idleSeconds: options.idleSeconds, rowsWritten: rowsAfter.total &- rowsBefore.total,
             allJobs: warmUp.jobs.count + stream.jobs.count + paced.jobs.count, lost: check.lost, duplicates: check.duplicates, copies: check.copies,
             unexpected: check.unexpected, receiptRefresh: options.receiptRefresh, refreshes: refreshes, refreshesInFlight: inFlight)
     }

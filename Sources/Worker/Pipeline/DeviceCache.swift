@@ -4,10 +4,10 @@ import Store
 import Synchronization
 
 /// Attested keys parsed once and kept in memory, with the last counter and revocation read or stored. Every
-/// batch reads its keys' rows again (``BatchProcessor/process(_:)``), so an entry is never older than the
-/// batch's prefetch: a revocation committed before it applies to the batch. The counter here is only a hint
-/// for deciding: the database's compare-and-set decides (CONTRACT 5), and a lost race is decided again
-/// against the stored state.
+/// batch reads its keys' rows again under their locks (``BatchProcessor/process(_:)``), so an entry is never
+/// older than the batch's gather: a revocation committed before it applies to the batch. The counter here is
+/// only a hint between batches: the batch decides from the row its gather read, and the database's
+/// compare-and-set stays the last word (CONTRACT 5).
 public final class DeviceCache: Sendable {
     public struct Entry: Sendable {
         public var record: DeviceRecord
@@ -51,7 +51,7 @@ public final class DeviceCache: Sendable {
     /// Stores a device read from or written to the database; nil when its key does not parse.
     /// A revocation the entry holds is kept when `record` has none: nothing un-revokes a key, and a record
     /// built from an older read (a lane storing its attestation, or advancing a counter) must not wipe a
-    /// revocation another lane's prefetch read since.
+    /// revocation another lane's gather read since.
     @discardableResult
     public func put(_ record: DeviceRecord) -> Entry? {
         let updated = entries.withLock { entries -> Entry? in
