@@ -45,9 +45,11 @@ enum ChallengesTable {
         var query: PGQuery {
             """
             WITH claim AS (
-                SELECT x.j AS job_id, x.t AS team_id, x.b AS bundle_id, decode(x.c, 'hex') AS challenge,
-                    x.r AS received_at, x.s AS skew, x.o AS ord
-                FROM jsonb_to_recordset(\(payload)::jsonb) AS x(j text, t text, b text, c text, r timestamptz, s bigint, o integer)),
+                SELECT x.j AS job_id, x.t AS team_id, x.b AS bundle_id, x.c AS challenge, x.r AS received_at,
+                    x.s AS skew, x.o AS ord
+                FROM unnest(\(claims.map(\.jobId))::text[], \(claims.map(\.teamId))::text[], \(claims.map(\.bundleId))::text[],
+                    \(claims.map(\.challenge))::bytea[], \(claims.map(\.receivedAt))::timestamptz[], \(claims.map(\.skewSeconds))::int8[])
+                    WITH ORDINALITY AS x(j, t, b, c, r, s, o)),
             found AS (
                 SELECT claim.job_id, claim.challenge, claim.received_at, claim.ord, ch.used_by_job, ch.expires_at,
                     extract(epoch FROM claim.received_at) + claim.skew < extract(epoch FROM ch.issued_at) AS backdated
@@ -76,23 +78,10 @@ enum ChallengesTable {
             """
         }
 
-        private let payload: JSONValue
+        /// The claims as parallel arrays; their ordinality keeps the batch order for "earliest claim wins".
+        private let claims: [ChallengeClaim]
 
-        /// The claims travel as one JSON document (`o` keeps their batch order for "earliest claim wins").
-        init(_ claims: [ChallengeClaim]) {
-            let payload = JSONValue.array(
-                claims.enumerated().map { index, claim in
-                    .object([
-                        ("j", .string(claim.jobId)), ("t", .string(claim.teamId)), ("b", .string(claim.bundleId)),
-                        ("c", .string(Hex.encode(claim.challenge))), ("r", .string(claim.receivedAt.rfc3339)),
-                        ("s", .int(claim.skewSeconds)), ("o", .int(Int64(index))),
-                    ])
-                })
-            self.payload = payload
-            jobIds = claims.map(\.jobId)
-        }
-
-        private let jobIds: [String]
+        init(_ claims: [ChallengeClaim]) { self.claims = claims }
 
         struct Row: PGRowDecodable {
             let jobId: String
@@ -108,7 +97,7 @@ enum ChallengesTable {
         /// a claim left unsettled.
         func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [String: ChallengeOutcome] {
             let outcomes = Dictionary(rows.rows.map { ($0.jobId, $0.outcome) }, uniquingKeysWith: { _, last in last })
-            guard jobIds.allSatisfy({ outcomes[$0] != nil }) else {
+            guard claims.map(\.jobId).allSatisfy({ outcomes[$0] != nil }) else {
                 throw PGError(code: .unexpectedRowCount, message: "ChallengesTable.Consume: a claim has no row")
             }
             return outcomes
