@@ -15,8 +15,6 @@ import Testing
         let schema = "store_\(UInt32.random(in: 0...UInt32.max))"
         let connection: PGConnection
         let store: AttestStore
-        /// The connection string of the schema, for more sessions on it.
-        let url: String
 
         init() throws {
             let url = try #require(
@@ -24,7 +22,6 @@ import Testing
             admin = try PGConnection(conninfo: url)
             try admin.execute("CREATE SCHEMA \(schema)")
             let scoped = url + (url.contains("?") ? "&" : "?") + "options=-c%20search_path%3D\(schema)"
-            self.url = scoped
             connection = try PGConnection(conninfo: scoped)
             _ = try Migrator.migrate(connection, migrations: Migrator.bundled)
             store = AttestStore(connection: PGReconnectingConnection(conninfo: scoped))

@@ -24,7 +24,7 @@ final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
     var commits = 0
     /// Accepted Android assertions per key (`assertion_count`).
     var uses: [[UInt8]: Int] = [:]
-    /// Counters another writer sets right after the next prefetch (a lost race).
+    /// Counters a writer that takes no lock sets right after the next prefetch (a lost race).
     var raceCounters: [[UInt8]: UInt32] = [:]
     /// Verdicts another worker stores right after the next prefetch (a jobId decided concurrently).
     var raceVerdicts: [ScopedJobId: StoredVerdict] = [:]

@@ -18,7 +18,7 @@ import Testing
         try db.addDevice(S.keyA, counter: 3)
         let store = db.store
         let waiter = "batch-lock-\(db.schema)"
-        let other = AttestStore(connection: PGReconnectingConnection(conninfo: db.url, applicationName: waiter))
+        let other = try S.probedStore(db, name: waiter)
         let gathered = DispatchSemaphore(value: 0)
         let settle = DispatchSemaphore(value: 0)
         let firstDone = DispatchSemaphore(value: 0)
@@ -32,14 +32,14 @@ import Testing
                     let read = try tx.gather(GatherRequest(jobs: [], keyIds: [S.keyA]))
                     #expect(read.devices[S.keyA]?.counter == 3)
                     gathered.signal()
-                    settle.wait()
+                    _ = settle.wait(timeout: .now() + 30)
                     return try tx.settle([S.decision("a4", .advanced(keyId: S.keyA, counter: 4))]).outcomes
                 }
             }
             first.withLock { $0 = result }
             firstDone.signal()
         }.start()
-        gathered.wait()
+        #expect(gathered.wait(timeout: .now() + 30) == .success, "the first batch did not gather")
 
         Thread {
             let result = Result { () throws(PGError) in
@@ -53,13 +53,13 @@ import Testing
             secondDone.signal()
         }.start()
 
-        // The second gather waits on the first one's key lock (seen in pg_locks), then the first settles.
-        try waitForLockWait(of: waiter, db.connection)
+        // The second gather waits on the first one's key lock (seen in pg_stat_activity), then the first settles.
+        #expect(try S.waitForLockWait(db.connection, name: waiter), "the second gather never waited on a lock")
         #expect(second.withLock { $0 } == nil)
         settle.signal()
-        firstDone.wait()
+        #expect(firstDone.wait(timeout: .now() + 30) == .success, "the first batch did not settle")
         #expect(try #require(first.withLock { $0 }).get() == [.stored])
-        secondDone.wait()
+        #expect(secondDone.wait(timeout: .now() + 30) == .success, "the second batch never got the lock")
         #expect(try #require(second.withLock { $0 }).get() == 4)
     }
 
@@ -76,11 +76,5 @@ import Testing
             return read.devices[S.keyA]?.counter
         }
         #expect(counter == 3)
-    }
-
-    /// Polls until the session named `application` waits for a lock.
-    private func waitForLockWait(of application: String, _ c: PGConnection) throws {
-        let waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'"
-        while try c.execute(waiting, [.text(application)]).int(0, 0) == 0 { Thread.sleep(forTimeInterval: 0.01) }
     }
 }

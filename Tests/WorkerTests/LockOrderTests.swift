@@ -33,7 +33,8 @@ extension AttestStoreTests {
         }
     }
 
-    /// Waits until a session named `name` waits for a lock.
+    /// Waits until a session named `name` waits for a lock, up to 10 s. Polled: a lock wait shows only in
+    /// pg_stat_activity, and no notification marks it.
     static func waitForLockWait(_ admin: PGConnection, name: String) throws -> Bool {
         for _ in 0..<200 {
             let rows = try admin.execute(

@@ -22,14 +22,6 @@ final class IntelligenceLedger: Sendable {
         countedBefore = snapshot.counted
     }
 
-    /// Forgets what `device_risk` holds for these devices, so their next decisions write their rows: for
-    /// decisions that were not stored (a lost counter race) after their risk was taken as written.
-    func forgetScores(of devices: [AppDevice]) {
-        state.withLock { s in
-            for device in devices { s.scores[device] = nil }
-        }
-    }
-
     /// The quota step of the check list, for an attestation that passed every other check: the limit and
     /// the devices counted when the app's quota turns its device away (not yet counted this month, limit and
     /// grace spent), else nil, and the device is counted at once, so the next job's quota step sees it.

@@ -12,15 +12,16 @@ import Synchronization
 
 /// Decides a batch of consumed messages and stores the decisions, returning what to publish.
 ///
-/// Per batch: classify (dead letters, invalid jobs); gather, in one round trip, the stored verdicts, devices,
-/// the devices' risk histories, monthly counts and quotas and the worker-issued challenges the jobs claim
+/// Per batch: classify (dead letters, invalid jobs); then one transaction (``DecisionStore/batch(_:)``):
+/// gather, in one round trip, the batch's jobId and key locks, the stored verdicts, devices, the devices'
+/// risk histories, monthly counts and quotas and the worker-issued challenges the jobs claim
 /// (``GatherRequest``; a second read only for identities the fresh device rows change); decide (the object
 /// checks in parallel across keys, each key's jobs in order, then quota, risk and counts in batch order:
-/// BatchProcessor+Decide); settle every decision in one transaction and one round trip (verdicts, devices,
-/// counts, scores); then the messages to publish in consumption order. A jobId is decided once per app: a
+/// BatchProcessor+Decide); settle every decision and commit in one round trip (verdicts, devices, counts,
+/// scores); then the messages to publish in consumption order. A jobId is decided once per app: a
 /// redelivered job gets the verdict stored for it, unchanged, and other content under a decided jobId gets
-/// a job_id_reused rejection of its own; an assertion that lost a counter race is decided again against the
-/// stored counter.
+/// a job_id_reused rejection of its own. Under the locks what the gather read stands until the commit, so no
+/// decision is taken again.
 public final class BatchProcessor: Sendable {
     public struct Settings: Sendable {
         public var verdictsTopic: String

@@ -85,8 +85,8 @@ final class LaneRunner: @unchecked Sendable {
 
     /// Transient database failures (an outage, a read-only standby, a deadlock, a timeout) are retried
     /// inside the store on fresh connections for as long as they last, so what reaches here is a value
-    /// PostgreSQL refuses, a shutdown, or a batch fault that retrying may cure (counter races that did not
-    /// settle), retried here with backoff. A refused value is isolated by halving the batch until the job
+    /// PostgreSQL refuses, a shutdown, or a batch fault that retrying may cure (an outage that outlasted the
+    /// store's retries), retried here with backoff. A refused value is isolated by halving the batch until the job
     /// that brings it stands alone: that job is answered unstorable and dead-lettered
     /// (``BatchProcessor/unstorable(_:_:)``), its neighbours are stored as usual. Nil when stopping: the
     /// batch was not stored and is redelivered. Every attempt's reads and commits add to `timings`.
