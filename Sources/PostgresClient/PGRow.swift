@@ -6,8 +6,8 @@
 public struct PGRow: Sendable {
     let rows: PGRows
     let index: Int
-    /// The statement's type name, for errors.
-    let statement: String
+    /// The statement's type, named in errors (its name is made only then: it costs more than a row).
+    let statement: any PGStatement.Type
 
     /// The column's value; NULL is `.unexpectedNull`.
     public func decode<T: PGDecodable>(_ column: String) throws(PGError) -> T {

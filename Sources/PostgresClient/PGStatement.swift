@@ -23,13 +23,12 @@ public protocol PGStatement: Sendable {
 extension PGStatement {
     /// Decodes every row of `rows`, then shapes them into the statement's result.
     func decode(_ rows: PGRows) throws(PGError) -> Result {
-        let name = String(describing: Self.self)
         var decoded: [Row] = []
         decoded.reserveCapacity(rows.count)
         for index in 0..<rows.count {
-            decoded.append(try Row(row: PGRow(rows: rows, index: index, statement: name)))
+            decoded.append(try Row(row: PGRow(rows: rows, index: index, statement: Self.self)))
         }
-        return try result(PGDecodedRows(rows: decoded, affectedRows: rows.affectedRows, statement: name))
+        return try result(PGDecodedRows(rows: decoded, affectedRows: rows.affectedRows, statement: Self.self))
     }
 }
 
@@ -42,8 +41,8 @@ public struct PGDecodedRows<Row: Sendable>: Sendable {
     public let rows: [Row]
     /// As the command tag reports it (``PGRows/affectedRows``).
     public let affectedRows: Int
-    /// The statement's type name, for errors.
-    let statement: String
+    /// The statement's type, named in errors.
+    let statement: any PGStatement.Type
 
     /// The one row the SQL promises.
     /// - Throws: `.unexpectedRowCount` when there is none or more than one.

@@ -54,17 +54,19 @@ public final class AttestStore: @unchecked Sendable {
 
     // MARK: Writing decisions
 
-    /// Stores decisions in a transaction of their own (tools and tests; the worker settles them in its
-    /// batch transaction, ``batch(_:)``): their jobIds locked, then the writes, then `COMMIT`, one round trip.
+    /// Stores decisions in a batch transaction of their own (tools and tests; the worker decides and settles
+    /// in one, ``batch(_:)``): their jobIds locked and their stored verdicts read, then the rest written and
+    /// committed, two round trips. No key is locked: a counter another session moved is a `counterConflict`.
     public func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
         guard !decisions.isEmpty else { return ([], []) }
-        return try connection.run { c throws(PGError) in
-            var pipeline = PGPipeline()
-            pipeline.append(PGBegin())
-            pipeline.append(VerdictsTable.BatchLocks(jobs: decisions.map { ScopedJobId(app: $0.app, jobId: $0.jobId) }, keyIds: []))
-            let writes = DecisionWrites(decisions, into: &pipeline)
-            pipeline.append(PGCommit())
-            return writes.outcomes(try c.pipeline(pipeline))
+        return try batch { tx throws(PGError) in
+            let jobs = decisions.map { ScopedJobId(app: $0.app, jobId: $0.jobId) }
+            let stored = try tx.gather(GatherRequest(jobs: jobs, keyIds: [])).verdicts
+            let fresh = decisions.indices.filter { stored[jobs[$0]] == nil }
+            let settled = try tx.settle(fresh.map { decisions[$0] })
+            var outcomes = jobs.map { job in stored[job].map(CommitOutcome.alreadyDecided) ?? .counterConflict }
+            for (decision, written) in zip(fresh, settled.stored) where written { outcomes[decision] = .stored }
+            return (outcomes, settled.crossings)
         }
     }
 }

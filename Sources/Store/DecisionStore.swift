@@ -29,8 +29,10 @@ public protocol BatchTransaction {
     func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot
     /// Settles worker-issued challenges by jobId (claims beyond the gather's one per jobId).
     func consumeChallenges(_ claims: [ChallengeClaim]) throws(PGError) -> [String: ChallengeOutcome]
-    /// Writes every decision and commits, one round trip; each outcome says whether it was stored.
-    func settle(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing])
+    /// Writes every decision and commits, one round trip; says whether each was stored (under the gather's
+    /// locks every one is: not stored means a writer that takes no lock got there first) and the quota
+    /// thresholds crossed.
+    func settle(_ decisions: [Decision]) throws(PGError) -> (stored: [Bool], crossings: [QuotaCrossing])
 }
 
 extension DecisionStore {

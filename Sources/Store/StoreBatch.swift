@@ -75,7 +75,7 @@ final class StoreTransaction: BatchTransaction {
         try timed { () throws(PGError) in try ChallengeStore.consume(claims, on: connection) }
     }
 
-    func settle(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
+    func settle(_ decisions: [Decision]) throws(PGError) -> (stored: [Bool], crossings: [QuotaCrossing]) {
         precondition(begun && !committed, "a batch transaction settles once, after its gather")
         var pipeline = PGPipeline()
         let writes = DecisionWrites(decisions, into: &pipeline)
@@ -105,7 +105,7 @@ struct DecisionWrites {
     private let count: Int
     private let attestations: [(decision: Int, result: PGPipeline.Handle<VerdictsTable.Written>)]
     private let others: [Int]
-    private let rest: PGPipeline.Handle<[CommitOutcome]>?
+    private let rest: PGPipeline.Handle<[Bool]>?
     private let crossings: PGPipeline.Handle<[QuotaCrossing]>?
 
     init(_ decisions: [Decision], into pipeline: inout PGPipeline) {
@@ -120,15 +120,15 @@ struct DecisionWrites {
         crossings = IntelligenceWrites.append(decisions, to: &pipeline)
     }
 
-    /// Each decision's outcome (stored, or the verdict stored before, or a counter conflict) and the quota
-    /// thresholds the batch's newly counted devices crossed.
-    func outcomes(_ results: PGPipeline.Results) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
+    /// Whether each decision was stored (not: a counter conflict, see ``VerdictsTable/Decisions``) and the
+    /// quota thresholds the batch's newly counted devices crossed.
+    func outcomes(_ results: PGPipeline.Results) -> (stored: [Bool], crossings: [QuotaCrossing]) {
         // Every decision is an attestation or one of the others, so each placeholder is overwritten.
-        var outcomes = [CommitOutcome](repeating: .counterConflict, count: count)
-        for attestation in attestations { outcomes[attestation.decision] = results[attestation.result].outcome }
+        var stored = [Bool](repeating: false, count: count)
+        for attestation in attestations { stored[attestation.decision] = results[attestation.result].stored }
         if let rest {
-            for (decision, outcome) in zip(others, results[rest]) { outcomes[decision] = outcome }
+            for (decision, written) in zip(others, results[rest]) { stored[decision] = written }
         }
-        return (outcomes, crossings.map { results[$0] } ?? [])
+        return (stored, crossings.map { results[$0] } ?? [])
     }
 }

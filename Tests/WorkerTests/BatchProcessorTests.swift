@@ -62,8 +62,9 @@ final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
             challenges: request.claims.isEmpty ? [:] : try consumeChallenges(request.claims))
     }
 
-    func settle(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
-        try commit(decisions)
+    func settle(_ decisions: [Decision]) throws(PGError) -> (stored: [Bool], crossings: [QuotaCrossing]) {
+        let (outcomes, crossings) = try commit(decisions)
+        return (outcomes.map { $0 == .stored }, crossings)
     }
 
     func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {

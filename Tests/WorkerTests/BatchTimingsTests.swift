@@ -40,7 +40,7 @@ final class SlowStore: DecisionStore, BatchTransaction, @unchecked Sendable {
         return try inner.intelligence(query)
     }
 
-    func settle(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
+    func settle(_ decisions: [Decision]) throws(PGError) -> (stored: [Bool], crossings: [QuotaCrossing]) {
         Thread.sleep(forTimeInterval: commitDelay)
         return try inner.settle(decisions)
     }

@@ -23,7 +23,7 @@ import Testing
         let settle = DispatchSemaphore(value: 0)
         let firstDone = DispatchSemaphore(value: 0)
         let secondDone = DispatchSemaphore(value: 0)
-        let first = Mutex<Result<[CommitOutcome], PGError>?>(nil)
+        let first = Mutex<Result<[Bool], PGError>?>(nil)
         let second = Mutex<Result<UInt32?, PGError>?>(nil)
 
         Thread {
@@ -33,7 +33,7 @@ import Testing
                     #expect(read.devices[S.keyA]?.counter == 3)
                     gathered.signal()
                     _ = settle.wait(timeout: .now() + 30)
-                    return try tx.settle([S.decision("a4", .advanced(keyId: S.keyA, counter: 4))]).outcomes
+                    return try tx.settle([S.decision("a4", .advanced(keyId: S.keyA, counter: 4))]).stored
                 }
             }
             first.withLock { $0 = result }
@@ -58,7 +58,7 @@ import Testing
         #expect(second.withLock { $0 } == nil)
         settle.signal()
         #expect(firstDone.wait(timeout: .now() + 30) == .success, "the first batch did not settle")
-        #expect(try #require(first.withLock { $0 }).get() == [.stored])
+        #expect(try #require(first.withLock { $0 }).get() == [true])
         #expect(secondDone.wait(timeout: .now() + 30) == .success, "the second batch never got the lock")
         #expect(try #require(second.withLock { $0 }).get() == 4)
     }

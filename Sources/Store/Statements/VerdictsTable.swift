@@ -55,24 +55,12 @@ enum VerdictsTable {
         }
     }
 
-    /// What a write statement says of one decision: stored now, or the verdict stored before, or neither
-    /// (a counter conflict, or a concurrent insert of the same jobId this statement could not see).
+    /// What a write statement says of one decision: stored, or not (its key's counter had moved, which only
+    /// a writer that takes no key lock can do; or its jobId was inserted by a writer that takes no jobId lock).
     struct Written: PGRowDecodable {
         let stored: Bool
-        let existing: StoredVerdict?
 
-        init(row: PGRow) throws(PGError) {
-            stored = try row.decode("stored")
-            let json: String? = try row.decode("verdict_json")
-            let digest: [UInt8]? = try row.decode("job_sha256")
-            existing = json.map { StoredVerdict(json: $0, jobDigest: digest) }
-        }
-
-        var outcome: CommitOutcome {
-            if stored { return .stored }
-            if let existing { return .alreadyDecided(existing) }
-            return .counterConflict
-        }
+        init(row: PGRow) throws(PGError) { stored = try row.decode("stored") }
     }
 
     private static let insertVerdict = """
@@ -80,10 +68,11 @@ enum VerdictsTable {
             decided_at, source_topic, source_partition, source_offset, job_sha256, partition_at)
         """
 
-    /// An accepted attestation: its verdict and, only if that is new, its device (inserted, or refreshed on
-    /// re-attestation of the same key; the counter never moves back). One row, whatever happened. A jobId
-    /// stored in any partition is skipped (ON CONFLICT sees its own partition only); `BatchLocks` before it
-    /// makes that hold for a concurrent insert too.
+    /// An accepted attestation: its verdict and, only if that is stored, its device (inserted, or refreshed
+    /// on re-attestation of the same key; the counter never moves back). One row, whatever happened. The
+    /// batch's gather found no verdict for its jobId in any partition after taking the jobId's lock
+    /// (``BatchLocks``), and no other worker stores it before this commits, so nothing here probes
+    /// `verdicts` again; ON CONFLICT (its own partition only) is the last guard.
     struct Attestation: PGOneRowStatement {
         typealias Row = Written
         let decision: Decision
@@ -101,7 +90,6 @@ enum VerdictsTable {
                 SELECT \(d.jobId), \(d.kind), \(d.keyId), \(team), \(bundle), \(d.ok), \(d.code), \(d.reason), \(d.verdictJSON),
                     \(d.receivedAt)::timestamptz, \(d.decidedAt)::timestamptz, \(d.source?.topic), \(d.source?.partition)::int4,
                     \(d.source?.offset)::int8, \(d.jobDigest)::bytea, \(d.storedPartitionAt)::timestamptz
-                WHERE NOT EXISTS (SELECT 1 FROM verdicts WHERE team_id = \(team) AND bundle_id = \(bundle) AND job_id = \(d.jobId))
                 ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING 1),
             d AS (
                 INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
@@ -123,30 +111,24 @@ enum VerdictsTable {
                     attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
                     last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
                 RETURNING 1)
-            SELECT EXISTS (SELECT 1 FROM v) AS stored, e.verdict_json, e.job_sha256
-            FROM (SELECT 1) one LEFT JOIN LATERAL (
-                SELECT verdict_json, job_sha256 FROM verdicts WHERE team_id = \(team) AND bundle_id = \(bundle) AND job_id = \(d.jobId)
-                    AND NOT EXISTS (SELECT 1 FROM v)) e ON true
+            SELECT EXISTS (SELECT 1 FROM v) AS stored
             """
         }
     }
 
-    /// Every decision that is not an accepted attestation, in one statement: the verdicts of jobs not
-    /// decided before, for accepted assertions the counter's compare-and-set per key, and for accepted
-    /// Android assertions (no counter) the device's count and last use. One row per decision, in the order
-    /// given (`decision` is its position there).
+    /// Every decision that is not an accepted attestation, in one statement: the verdicts, for accepted
+    /// assertions the counter's compare-and-set per key, and for accepted Android assertions (no counter)
+    /// the device's count and last use. One row per decision, in the order given (`decision` is its
+    /// position there).
     ///
     /// A key's accepted assertions in a batch were decided in order, each above the one before, so the
     /// key's counter moves to the highest of them when the stored counter is below the lowest, which is
     /// what applying them one by one would do. When it is not (a writer that took no key lock moved it), none of
-    /// the key's assertions is stored and each is reported a counter conflict (the worker's batch then runs
-    /// again whole). The condition is in the UPDATE itself, so a concurrent writer's change is
-    /// re-checked under the row lock, and the rows are locked in key order first (`locked`) so that two
-    /// batches cannot deadlock on them; verdicts are inserted in jobId order for the same reason. `decided`
-    /// probes every partition, after `BatchLocks`, so a jobId stored in another partition is skipped. Stored
-    /// verdicts are looked up one by one through the primary key
-    /// (LATERAL … LIMIT 1 cannot become a join that scans the table, whatever plan the cached statement
-    /// settles on).
+    /// the key's assertions is stored (the worker's batch then runs again whole). The condition is in the
+    /// UPDATE itself, so a concurrent writer's change is re-checked under the row lock, and the rows are
+    /// locked in key order first (`locked`) so that two batches cannot deadlock on them; verdicts are
+    /// inserted in jobId order for the same reason. Nothing probes `verdicts` (every partition) for the
+    /// jobIds again: the gather did, under their locks (``Attestation`` says why that suffices).
     struct Decisions: PGStatement {
         let decisions: [Decision]
 
@@ -170,18 +152,12 @@ enum VerdictsTable {
                     \(used)::bytea[])
                     AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
                         dkey, ctr, pat, ukey)),
-            decided AS (
-                SELECT x.i, x.team, x.bundle, x.job, e.verdict_json, e.job_sha256
-                FROM x CROSS JOIN LATERAL (
-                    SELECT verdict_json, job_sha256 FROM verdicts
-                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job LIMIT 1) e),
-            fresh AS (SELECT * FROM x WHERE i NOT IN (SELECT i FROM decided)),
             g AS (
                 SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
                     max(received) AS seen
-                FROM fresh WHERE dkey IS NOT NULL GROUP BY dkey),
+                FROM x WHERE dkey IS NOT NULL GROUP BY dkey),
             u AS (
-                SELECT ukey AS key_id, count(*)::int AS n, max(received) AS seen FROM fresh WHERE ukey IS NOT NULL GROUP BY ukey),
+                SELECT ukey AS key_id, count(*)::int AS n, max(received) AS seen FROM x WHERE ukey IS NOT NULL GROUP BY ukey),
             locked AS (
                 SELECT key_id FROM devices WHERE key_id IN (SELECT key_id FROM g UNION ALL SELECT key_id FROM u)
                 ORDER BY key_id FOR UPDATE),
@@ -198,12 +174,11 @@ enum VerdictsTable {
             v AS (
                 \(unescaped: insertVerdict)
                 SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat
-                FROM fresh WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
+                FROM x WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
                 ORDER BY team, bundle, job
                 ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING team_id, bundle_id, job_id)
-            SELECT x.i AS decision, v.job_id IS NOT NULL AS stored, decided.verdict_json, decided.job_sha256
+            SELECT x.i AS decision, v.job_id IS NOT NULL AS stored
             FROM x LEFT JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job
-                LEFT JOIN decided ON decided.i = x.i
             ORDER BY x.i
             """
         }
@@ -219,16 +194,16 @@ enum VerdictsTable {
             }
         }
 
-        /// The outcome of each decision, in input order.
-        typealias Result = [CommitOutcome]
+        /// Whether each decision was stored, in input order.
+        typealias Result = [Bool]
 
-        func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [CommitOutcome] {
+        func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [Bool] {
             // Sorted by `decision`, one row each: the n-th row is the n-th decision's.
             let rows = try rows.exactly(decisions.count)
             for (position, row) in rows.enumerated() where row.decision != position {
                 throw PGError(code: .unexpectedRowCount, message: "VerdictsTable.Decisions: row \(position) answers decision \(row.decision)")
             }
-            return rows.map(\.written.outcome)
+            return rows.map(\.written.stored)
         }
     }
 }

@@ -160,37 +160,25 @@ public final class BatchProcessor: Sendable {
                 try intelligenceLedger(toDecide, read: gathered.intelligence, for: guessed, in: tx)
             }
             let decided = decide(toDecide, now: now, challenges: challenges, ledger)
-            let (outcomes, crossings) = try timings.timed(\.storing) { () throws(PGError) in try tx.settle(decided.map(\.decision)) }
+            let (stored, crossings) = try timings.timed(\.storing) { () throws(PGError) in try tx.settle(decided.map(\.decision)) }
             // Under the batch's locks no other writer stores its jobIds or moves its counters; were one to (a
-            // session that takes no lock), the batch is run again whole: what this one stored answers then.
-            let stood = try outcomes.map { outcome throws(PGError) -> StoredVerdict? in
-                switch outcome {
-                case .stored: return nil
-                case .alreadyDecided(let stored): return stored
-                case .counterConflict:
-                    throw PGError(code: .client, message: "a counter moved under the batch's lock", isConnectionLost: false)
-                }
+            // session that takes no lock), the batch is run again whole: what that one stored answers then.
+            guard stored.allSatisfy({ $0 }) else {
+                throw PGError(code: .client, message: "a jobId or counter moved under the batch's locks", isConnectionLost: false)
             }
-            return (previous: previous, decided: zip(decided, stood).map { $0 }, crossings: crossings)
+            return (previous: previous, decided: decided, crossings: crossings)
         }
         report(outcomes.crossings)
         for entry in jobs {
             if let stored = outcomes.previous[entry.position] { published[entry.position] = answer(entry, decided: stored, now) }
         }
         var standing = [ScopedJobId: StoredVerdict]()
-        for (decided, stood) in outcomes.decided {
-            let entry = decided.entry
-            if let stood {
-                // Another worker stored this jobId of the app first.
-                published[entry.position] = answer(entry, decided: stood, now)
-                standing[entry.scopedJobId] = stood
-            } else {
-                let decision = decided.decision
-                published[entry.position] = verdict(entry, json: decision.verdictJSON)
-                standing[entry.scopedJobId] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
-                remember(decided)
-                record(decision)
-            }
+        for decided in outcomes.decided {
+            let (entry, decision) = (decided.entry, decided.decision)
+            published[entry.position] = verdict(entry, json: decision.verdictJSON)
+            standing[entry.scopedJobId] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
+            remember(decided)
+            record(decision)
         }
         for entry in jobs where published[entry.position] == nil {
             if let decided = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: decided, now) }
