@@ -115,7 +115,15 @@ enum JSONParser {
         mutating func string() -> String? {
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
             i += 1
-            var out = [UInt8]()
+            // Most strings hold no escape: their bytes become the String at once, else they start the buffer.
+            let start = i
+            while i < bytes.count, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\"), bytes[i] >= 0x20 { i += 1 }
+            guard i < bytes.count else { return nil }
+            if bytes[i] == UInt8(ascii: "\"") {
+                i += 1
+                return String(validating: bytes[start..<(i - 1)], as: UTF8.self)
+            }
+            var out = Array(bytes[start..<i])
             while i < bytes.count {
                 let b = bytes[i]
                 i += 1

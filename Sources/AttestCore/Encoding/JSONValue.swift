@@ -62,25 +62,34 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 
     /// Escapes by UTF-8 byte: only `"`, `\` and controls below U+0020 need it, all ASCII, so every other
-    /// byte (multi-byte sequences included) is copied as it is.
+    /// byte (multi-byte sequences included) is copied as it is, in runs (a verdict's token is one long run).
     private static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
+        if s.utf8.withContiguousStorageIfAvailable({ writeEscaped($0, to: &out) }) == nil {
+            Array(s.utf8).withUnsafeBufferPointer { writeEscaped($0, to: &out) }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        var run = 0
+        for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
+            out.append(contentsOf: bytes[run..<i])
+            run = i + 1
             switch byte {
             case UInt8(ascii: "\""): out += #"\""#.utf8
             case UInt8(ascii: "\\"): out += #"\\"#.utf8
             case UInt8(ascii: "\n"): out += #"\n"#.utf8
             case UInt8(ascii: "\r"): out += #"\r"#.utf8
             case UInt8(ascii: "\t"): out += #"\t"#.utf8
-            case ..<0x20:
+            default:
                 let hex = Array("0123456789abcdef".utf8)
                 out += #"\u00"#.utf8
                 out.append(hex[Int(byte >> 4)])
                 out.append(hex[Int(byte & 0xf)])
-            default: out.append(byte)
             }
         }
-        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: bytes[run...])
     }
 
     /// Parses one JSON text strictly (RFC 8259, duplicate keys and nesting beyond `maxDepth` rejected);
