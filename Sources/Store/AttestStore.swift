@@ -38,20 +38,6 @@ public final class AttestStore: @unchecked Sendable {
         try connection.run { c throws(PGError) in try c.execute(AppsTable.Upsert(app)) }
     }
 
-    // MARK: Reads before deciding a batch
-
-    /// Verdicts already stored for these jobs of their apps, and the devices with these keys, read outside a
-    /// batch (tools and tests): one round trip, the verdicts probed by primary key.
-    public func prefetch(jobs: [ScopedJobId], keyIds: [[UInt8]]) throws(PGError) -> (verdicts: [ScopedJobId: StoredVerdict], devices: [[UInt8]: DeviceRecord]) {
-        let (verdicts, devices) = try connection.run { c throws(PGError) in
-            try c.pipeline(VerdictsTable.Stored(jobs: jobs), DevicesTable.ByKeys(keyIds: keyIds))
-        }
-        return (
-            Dictionary(verdicts.map { ($0.job, $0.verdict) }, uniquingKeysWith: { _, last in last }),
-            Dictionary(devices.map { ($0.keyId, $0) }, uniquingKeysWith: { _, last in last })
-        )
-    }
-
     // MARK: Writing decisions
 
     /// Stores decisions in a batch transaction of their own (tools and tests; the worker decides and settles

@@ -107,7 +107,7 @@ final class PartitionTestClock: Clock {
         // Redeliveries still find every verdict, with its digest.
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
         let keys = verdicts.map { ScopedJobId(app: Self.app, jobId: $0.job) }
-        let (found, _) = try store.prefetch(jobs: keys, keyIds: [])
+        let found = try store.read(GatherRequest(jobs: keys, keyIds: [])).verdicts
         #expect(Set(found.keys) == Set(keys))
         #expect(found.values.allSatisfy { $0.jobDigest == [UInt8](repeating: 7, count: 32) })
         // The history's ids go on after the moved rows'.
@@ -182,7 +182,7 @@ final class PartitionTestClock: Clock {
             stored.append(jobId)
             try maintainer.runRound()
             // The redelivery of a job inside the window finds its stored verdict.
-            let (found, _) = try store.prefetch(jobs: [ScopedJobId(app: Self.app, jobId: jobId)], keyIds: [])
+            let found = try store.read(GatherRequest(jobs: [ScopedJobId(app: Self.app, jobId: jobId)], keyIds: [])).verdicts
             #expect(found.first?.value.json == Self.decision(jobId, at: clock.now()).verdictJSON)
         }
         let now = clock.now()

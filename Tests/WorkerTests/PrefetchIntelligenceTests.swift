@@ -43,7 +43,7 @@ import Testing
         query.counted = [MonthlyDevice(month: month, identity: RiskWindowStoreTests.device.identity)]
         try db.addDevice(AttestStoreTests.keyA, counter: 3)
         let job = ScopedJobId(app: AppIdentity(teamId: "TEAM", bundleId: "app"), jobId: "p-r")
-        let separate = try db.store.intelligence(query)
+        let separate = try db.store.readIntelligence(query)
         try db.connection.execute("INSERT INTO apps (team_id, bundle_id, challenges) VALUES ('TEAM', 'app', 'worker')")
         let issued = try #require(try ChallengeStore.insert(try SecureRandom.bytes(32), teamId: "TEAM", bundleId: "app", on: db.connection))
         let claim = ChallengeClaim(jobId: "p-c", teamId: "TEAM", bundleId: "app", challenge: issued.bytes, receivedAt: issued.issuedAt, skewSeconds: 60)

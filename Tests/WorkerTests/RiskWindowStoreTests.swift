@@ -33,7 +33,7 @@ import Testing
     static func history(_ store: AttestStore) throws -> DeviceHistory? {
         var query = IntelligenceQuery()
         query.devices = [device]
-        return try store.intelligence(query).histories[device]
+        return try store.readIntelligence(query).histories[device]
     }
 
     @Test func theStoredWindowIsTheInMemoryOne() throws {
@@ -100,7 +100,7 @@ import Testing
         var query = IntelligenceQuery()
         let old = AppDevice(teamId: "TEAM", bundleId: "app", identity: DeviceIdentity(stored: "key:old"))
         query.devices = [old]
-        let history = try #require(try db.store.intelligence(query).histories[old])
+        let history = try #require(try db.store.readIntelligence(query).histories[old])
         #expect(history.signals(at: Self.start.adding(seconds: Self.window - 1), extensions: nil).counterReplays == 3)
         #expect(history.signals(at: Self.start.adding(seconds: Self.window), extensions: nil).counterReplays == 0)
     }

@@ -52,7 +52,7 @@ import Testing
             ScopedJobId(app: Self.appA, jobId: "order-42"), ScopedJobId(app: Self.appB, jobId: "order-42"),
             ScopedJobId(app: .none, jobId: "order-42"), ScopedJobId(app: Self.appB, jobId: "order-43"),
         ]
-        let (verdicts, _) = try db.store.prefetch(jobs: keys, keyIds: [])
+        let verdicts = try db.store.read(GatherRequest(jobs: keys, keyIds: [])).verdicts
         #expect(verdicts.count == 3)
         #expect(verdicts[keys[0]]?.jobDigest == [UInt8](repeating: 1, count: 32))
         #expect(verdicts[keys[1]]?.json.contains(Self.appB.appId) == true)
@@ -86,7 +86,7 @@ import Testing
         let keys = legacy.map { row in
             ScopedJobId(app: AppIdentity(validating: row.team ?? "", row.bundle ?? "") ?? .none, jobId: row.job)
         }
-        let (verdicts, _) = try store.prefetch(jobs: keys, keyIds: [])
+        let verdicts = try store.read(GatherRequest(jobs: keys, keyIds: [])).verdicts
         #expect(Set(verdicts.keys) == Set(keys))
         #expect(keys.filter { $0.app != .none }.map(\.jobId) == ["valid"])
         #expect(try connection.execute("SELECT count(*) FROM verdicts").int(0, 0) == Int64(legacy.count))

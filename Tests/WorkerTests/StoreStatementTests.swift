@@ -33,9 +33,11 @@ struct StoreStatementTests {
     func prefetchedDevice() throws {
         let db = try Database()
         try db.addDevice(AttestStoreTests.keyA, counter: 7)
-        let (verdicts, devices) = try db.store.prefetch(
-            jobs: [ScopedJobId(app: AppIdentity(teamId: "TEAM", bundleId: "app"), jobId: "none")],
-            keyIds: [AttestStoreTests.keyA, AttestStoreTests.keyB])
+        let read = try db.store.read(
+            GatherRequest(
+                jobs: [ScopedJobId(app: AppIdentity(teamId: "TEAM", bundleId: "app"), jobId: "none")],
+                keyIds: [AttestStoreTests.keyA, AttestStoreTests.keyB]))
+        let (verdicts, devices) = (read.verdicts, read.devices)
         #expect(verdicts.isEmpty)
         #expect(devices.count == 1)
         let device = try #require(devices[AttestStoreTests.keyA])

@@ -5,11 +5,6 @@ extension AttestStore {
     /// batch size. Keys travel as parallel arrays and each is looked up through its table's primary key
     /// (a LATERAL subquery with LIMIT 1 cannot be turned into a join), so the cost follows the batch,
     /// never the tables' size, whatever plan a cached statement settles on.
-    public func intelligence(_ query: IntelligenceQuery) throws(PGError) -> IntelligenceSnapshot {
-        try connection.run { c throws(PGError) in try Self.intelligence(query, on: c) }
-    }
-
-    /// The same on `c` (in a batch's transaction, or not).
     static func intelligence(_ query: IntelligenceQuery, on c: PGConnection) throws(PGError) -> IntelligenceSnapshot {
         guard !query.isEmpty else { return IntelligenceSnapshot() }
         let (histories, counted, quotas) = try c.pipeline(
