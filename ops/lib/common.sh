@@ -1,5 +1,8 @@
 # Shared helpers for ops scripts: logging and installing missing Debian packages (only what is missing,
 # from the machine's configured mirrors).
+# What the ops scripts keep across `ops/stack purge` (the broker's binary, librdkafka, ops/bench-ab's builds).
+OPS_CACHE=${ATTEST_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/attest-worker}
+
 say() { printf '[%s] %s\n' "${OPS_NAME:-ops}" "$*" >&2; }
 die() { printf '[%s] ERROR: %s\n' "${OPS_NAME:-ops}" "$*" >&2; exit 1; }
 

@@ -64,10 +64,9 @@ public indirect enum JSONValue: Sendable, Equatable {
     /// Escapes by UTF-8 byte: only `"`, `\` and controls below U+0020 need it, all ASCII, so every other
     /// byte (multi-byte sequences included) is copied as it is, in runs (a verdict's token is one long run).
     private static func writeString(_ s: String, to out: inout [UInt8]) {
+        var s = s
         out.append(UInt8(ascii: "\""))
-        if s.utf8.withContiguousStorageIfAvailable({ writeEscaped($0, to: &out) }) == nil {
-            Array(s.utf8).withUnsafeBufferPointer { writeEscaped($0, to: &out) }
-        }
+        s.withUTF8 { writeEscaped($0, to: &out) }
         out.append(UInt8(ascii: "\""))
     }
 
