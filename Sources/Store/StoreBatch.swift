@@ -93,29 +93,31 @@ final class StoreTransaction: BatchTransaction {
 }
 
 /// A batch's writes in a pipeline, with a handful of statements whatever the batch size (statement start-up
-/// and constraint checks, not rows, were most of PostgreSQL's time when each decision had its own): each
-/// accepted attestation on its own (device upserts do not combine), then every other decision in one
+/// and constraint checks, not rows, were most of PostgreSQL's time when each decision had its own): the
+/// accepted attestations in rounds, each one set-based statement over distinct keys (every key's first
+/// attestation, then the second of those attested twice, …, so a re-attestation refreshes the row the
+/// one before it left, in batch order; almost every batch is one round), then every other decision in one
 /// set-based statement, then the risk rows that change, then the month's counts. Attestations go first so
 /// a device's assertions in the same batch find it. Every statement takes its row locks in key order
-/// (attestations by key, the set-based statements sort inside, risk rows by app and identity; a row's own
-/// decisions keep their batch order), so two workers' batches wait for each other but cannot deadlock on
-/// the rows of one table; a deadlock that still happens (across tables, or against another session) is
-/// transient, and the batch is retried.
+/// (the set-based statements sort inside, risk rows by app and identity; a row's own decisions keep their
+/// batch order), so two workers' batches wait for each other but cannot deadlock on the rows of one table;
+/// a deadlock that still happens (across tables, or against another session) is transient, and the batch
+/// is retried.
 struct DecisionWrites {
     private let count: Int
-    private let attestations: [(decision: Int, result: PGPipeline.Handle<VerdictsTable.Written>)]
+    private let attestations: [(decisions: [Int], result: PGPipeline.Handle<[Bool]>)]
     private let others: [Int]
     private let rest: PGPipeline.Handle<[Bool]>?
     private let crossings: PGPipeline.Handle<[QuotaCrossing]>?
 
     init(_ decisions: [Decision], into pipeline: inout PGPipeline) {
         count = decisions.count
-        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }.sorted { a, b in
-            let (x, y) = (decisions[a].attestedDevice!.keyId, decisions[b].attestedDevice!.keyId)
-            return x == y ? a < b : x.lexicographicallyPrecedes(y)
-        }
+        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }
+        let rounds = writeRounds(attested) { decisions[$0].attestedDevice!.keyId }
         others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
-        attestations = attested.map { (decision: $0, result: pipeline.append(VerdictsTable.Attestation(decisions[$0]))) }
+        attestations = rounds.map { round in
+            (decisions: round, result: pipeline.append(VerdictsTable.Attestations(round.map { decisions[$0] })))
+        }
         rest = others.isEmpty ? nil : pipeline.append(VerdictsTable.Decisions(others.map { decisions[$0] }))
         crossings = IntelligenceWrites.append(decisions, to: &pipeline)
     }
@@ -125,7 +127,9 @@ struct DecisionWrites {
     func outcomes(_ results: PGPipeline.Results) -> (stored: [Bool], crossings: [QuotaCrossing]) {
         // Every decision is an attestation or one of the others, so each placeholder is overwritten.
         var stored = [Bool](repeating: false, count: count)
-        for attestation in attestations { stored[attestation.decision] = results[attestation.result].stored }
+        for round in attestations {
+            for (decision, written) in zip(round.decisions, results[round.result]) { stored[decision] = written }
+        }
         if let rest {
             for (decision, written) in zip(others, results[rest]) { stored[decision] = written }
         }

@@ -138,6 +138,69 @@ import Testing
         #expect(try db.store.purgeChallenges(retainSeconds: 167_400, chunk: 2) == 0)
     }
 
+    static func attested(_ jobId: String, _ key: [UInt8], deviceId: String? = nil, metadata: [String: String] = [:]) -> Decision {
+        var d = decision(jobId, .attested(Decision.AttestedDevice(
+            keyId: key, teamId: "TEAM", bundleId: "app", publicKey: [0x04] + [UInt8](repeating: UInt8(jobId.count), count: 64),
+            environment: "production", receipt: Array(jobId.utf8), deviceId: deviceId, metadata: metadata)))
+        d.kind = "attestation"
+        return d
+    }
+
+    /// key → (device_id, attestation_count, fingerprint, device_model, receipt, first byte of the public key's point).
+    static func devices(_ db: Database) throws -> [[UInt8]: (String?, Int64?, String?, String?, String?, Int64?)] {
+        let rows = try db.connection.execute(
+            "SELECT key_id, device_id, attestation_count, fingerprint, device_model, convert_from(receipt, 'UTF8'), get_byte(public_key, 1) FROM devices")
+        return Dictionary(uniqueKeysWithValues: (0..<rows.count).map { i in
+            (rows.bytes(i, 0) ?? [], (rows.string(i, 1), rows.int(i, 2), rows.string(i, 3), rows.string(i, 4), rows.string(i, 5), rows.int(i, 6)))
+        })
+    }
+
+    @Test func attestationsInOneBatchInsertTheirDevicesAndALaterOneOfTheSameKeyRefreshesItInBatchOrder() throws {
+        let db = try Database()
+        let (outcomes, _) = try db.store.commit([
+            Self.attested("a-1", Self.keyA, metadata: ["deviceFingerprint": "f1", "deviceModel": "m1"]),
+            Self.attested("b-1", Self.keyB, deviceId: "given-b"),
+            Self.decision("rejected", .none, ok: false),
+            Self.attested("a-22", Self.keyA, metadata: ["deviceModel": "m2"]),
+        ])
+        #expect(outcomes == [.stored, .stored, .stored, .stored])
+        let devices = try Self.devices(db)
+        let a = try #require(devices[Self.keyA])
+        let b = try #require(devices[Self.keyB])
+        // The key's second attestation refreshed the row the first inserted: its generated device id kept,
+        // the fingerprint it did not give kept, the rest (model, receipt, public key) the second's.
+        #expect(a.0?.count == 36)
+        #expect(a.1 == 2)
+        #expect(a.2 == "f1")
+        #expect(a.3 == "m2")
+        #expect(a.4 == "a-22")
+        #expect(a.5 == 4)
+        #expect(b.0 == "given-b")
+        #expect(b.1 == 1)
+        #expect(try db.storedJobs() == ["a-1", "b-1", "rejected", "a-22"])
+    }
+
+    @Test func aReattestationKeepsTheStoredDeviceIdUnlessItGivesOneAndARedeliveredOneChangesNothing() throws {
+        let db = try Database()
+        try db.addDevice(Self.keyA, counter: 5)
+        try db.addDevice(Self.keyB, counter: 0)
+        _ = try db.store.commit([Self.attested("a-1", Self.keyA), Self.attested("b-1", Self.keyB, deviceId: "new-b")])
+        var devices = try Self.devices(db)
+        #expect(devices[Self.keyA]?.0 == "d")
+        #expect(devices[Self.keyA]?.1 == 2)
+        #expect(devices[Self.keyB]?.0 == "new-b")
+        // The counter never moves back.
+        #expect(try db.counter(Self.keyA) == 5)
+        let (again, _) = try db.store.commit([Self.attested("a-1", Self.keyA, deviceId: "other")])
+        guard case .alreadyDecided = again.first else {
+            Issue.record("expected the redelivery to be already decided, got \(again)")
+            return
+        }
+        devices = try Self.devices(db)
+        #expect(devices[Self.keyA]?.0 == "d")
+        #expect(devices[Self.keyA]?.1 == 2)
+    }
+
     @Test func anAssertionOfAKeyWithoutADeviceRowIsAConflictNotAVerdict() throws {
         let db = try Database()
         let (outcomes, _) = try db.store.commit([Self.decision("a1", .advanced(keyId: Self.keyA, counter: 1))])

@@ -27,7 +27,7 @@ import Testing
         let holder = try PGConnection(conninfo: db.url)
         _ = try holder.pipeline(
             PGBegin(), VerdictsTable.BatchLocks(jobs: [j1, attested].map { ScopedJobId(app: $0.app, jobId: $0.jobId) }, keyIds: []),
-            VerdictsTable.Attestation(attested), VerdictsTable.Decisions([j1]))
+            VerdictsTable.Attestations([attested]), VerdictsTable.Decisions([j1]))
 
         // Other content under the same jobIds, under another partition time, from another connection.
         var again = ScopedVerdictStoreTests.attested("j2", R.app, digest: 9, key: 0xb)

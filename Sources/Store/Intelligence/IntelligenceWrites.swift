@@ -20,16 +20,8 @@ enum IntelligenceWrites {
             let keys = ((x.teamId, x.bundleId, x.identity.value), (y.teamId, y.bundleId, y.identity.value))
             return keys.0 == keys.1 ? a < b : keys.0 < keys.1
         }
-        var rounds = [[Decision]]()
-        var writes = [AppDevice: Int]()
-        for index in scored {
-            let device = decisions[index].intelligence!.device
-            let round = writes[device, default: 0]
-            writes[device] = round + 1
-            if rounds.count == round { rounds.append([]) }
-            rounds[round].append(decisions[index])
-        }
-        for round in rounds {
+        for round in writeRounds(scored, row: { decisions[$0].intelligence!.device }) {
+            let round = round.map { decisions[$0] }
             pipeline.append(EventsTable.RiskCategoryChanges(round))
             pipeline.append(DeviceRiskTable.Upserts(round))
         }

@@ -3,7 +3,7 @@ import AttestJobs
 import PostgresClient
 
 /// The SQL of `devices` read on its own (the attestation's device upsert travels with its verdict, in
-/// ``VerdictsTable/Attestation``; assertions' counters with theirs, in ``VerdictsTable/Decisions``).
+/// ``VerdictsTable/Attestations``; assertions' counters with theirs, in ``VerdictsTable/Decisions``).
 enum DevicesTable {
     /// The devices with these keys (a batch's prefetch).
     struct ByKeys: PGStatement {

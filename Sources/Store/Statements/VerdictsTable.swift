@@ -68,52 +68,80 @@ enum VerdictsTable {
             decided_at, source_topic, source_partition, source_offset, job_sha256, partition_at)
         """
 
-    /// An accepted attestation: its verdict and, only if that is stored, its device (inserted, or refreshed
-    /// on re-attestation of the same key; the counter never moves back). One row, whatever happened. The
-    /// batch's gather found no verdict for its jobId in any partition after taking the jobId's lock
-    /// (``BatchLocks``), and no other worker stores it before this commits, so nothing here probes
-    /// `verdicts` again; ON CONFLICT (its own partition only) is the last guard.
-    struct Attestation: PGOneRowStatement {
-        typealias Row = Written
-        let decision: Decision
+    /// Accepted attestations of distinct keys, in one statement: their verdicts and, for each verdict
+    /// stored, its device (inserted, or refreshed on re-attestation of the same key; the counter never
+    /// moves back). One row per decision, in the order given (``Positioned``). Keys must be distinct
+    /// because one statement cannot change a row twice: a batch attesting a key twice writes its
+    /// attestations in rounds, one statement each (``DecisionWrites``). The batch's gather found no
+    /// verdict for these jobIds in any partition after taking their locks (``BatchLocks``), and no other
+    /// worker stores them before this commits, so nothing here probes `verdicts` again; ON CONFLICT (its
+    /// own partition only) is the last guard. A device the attestation names keeps that id; one it does
+    /// not name keeps its stored id, or gets a new UUID: the two are separate inserts because an upsert's
+    /// update sees only the row it proposed, not whether the id in it was given.
+    struct Attestations: PGStatement {
+        let decisions: [Decision]
 
-        /// - Precondition: `decision` is an accepted attestation (`attestedDevice` is set).
-        init(_ decision: Decision) { self.decision = decision }
+        /// - Precondition: every decision is an accepted attestation (`attestedDevice` is set), of distinct keys.
+        init(_ decisions: [Decision]) { self.decisions = decisions }
 
         var query: PGQuery {
-            let d = decision
-            let device = d.attestedDevice!
-            let m = device.metadata
-            let (team, bundle) = (d.app.teamId, d.app.bundleId)
+            let devices = decisions.map { $0.attestedDevice! }
+            let metadata = { (key: String) in devices.map { $0.metadata[key] } }
             return """
-            WITH v AS (\(unescaped: insertVerdict)
-                SELECT \(d.jobId), \(d.kind), \(d.keyId), \(team), \(bundle), \(d.ok), \(d.code), \(d.reason), \(d.verdictJSON),
-                    \(d.receivedAt)::timestamptz, \(d.decidedAt)::timestamptz, \(d.source?.topic), \(d.source?.partition)::int4,
-                    \(d.source?.offset)::int8, \(d.jobDigest)::bytea, \(d.storedPartitionAt)::timestamptz
-                ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING 1),
-            d AS (
-                INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
-                    subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
-                SELECT \(device.keyId), \(team), \(bundle), \(device.publicKey), \(device.environment), \(device.receipt),
-                    coalesce(\(device.deviceId), gen_random_uuid()::text), \(m["deviceFingerprint"]), \(m["subjectId"]), \(m["deviceModel"]),
-                    \(m["osVersion"]), \(m["appVersion"]), \(m["appBuildNumber"]), \(m["platform"]), \(d.receivedAt)::timestamptz,
-                    \(d.receivedAt)::timestamptz
-                WHERE EXISTS (SELECT 1 FROM v)
-                ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
-                    receipt = EXCLUDED.receipt, device_id = coalesce(\(device.deviceId), devices.device_id),
-                    fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
-                    subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
-                    device_model = coalesce(EXCLUDED.device_model, devices.device_model),
-                    os_version = coalesce(EXCLUDED.os_version, devices.os_version),
-                    app_version = coalesce(EXCLUDED.app_version, devices.app_version),
-                    app_build_number = coalesce(EXCLUDED.app_build_number, devices.app_build_number),
-                    platform = coalesce(EXCLUDED.platform, devices.platform),
-                    attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
-                    last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
-                RETURNING 1)
-            SELECT EXISTS (SELECT 1 FROM v) AS stored
+            WITH x AS (
+                SELECT * FROM unnest(\(decisions.indices.map { Int32($0) })::int4[], \(decisions.map(\.jobId))::text[],
+                    \(decisions.map(\.kind))::text[], \(decisions.map(\.keyId))::text[], \(decisions.map(\.app.teamId))::text[],
+                    \(decisions.map(\.app.bundleId))::text[], \(decisions.map(\.ok))::bool[], \(decisions.map(\.code))::text[],
+                    \(decisions.map(\.reason))::text[], \(decisions.map(\.verdictJSON))::text[], \(decisions.map(\.receivedAt))::timestamptz[],
+                    \(decisions.map(\.decidedAt))::timestamptz[], \(decisions.map { $0.source?.topic })::text[],
+                    \(decisions.map { $0.source?.partition })::int4[], \(decisions.map { $0.source?.offset })::int8[],
+                    \(decisions.map(\.jobDigest))::bytea[], \(decisions.map(\.storedPartitionAt))::timestamptz[],
+                    \(devices.map(\.keyId))::bytea[], \(devices.map(\.publicKey))::bytea[], \(devices.map(\.environment))::text[],
+                    \(devices.map(\.receipt))::bytea[], \(devices.map(\.deviceId))::text[], \(metadata("deviceFingerprint"))::text[],
+                    \(metadata("subjectId"))::text[], \(metadata("deviceModel"))::text[], \(metadata("osVersion"))::text[],
+                    \(metadata("appVersion"))::text[], \(metadata("appBuildNumber"))::text[], \(metadata("platform"))::text[])
+                    AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat,
+                        dkey, pub, env, receipt, did, fp, subject, model, os, appv, build, platform)),
+            v AS (
+                \(unescaped: insertVerdict)
+                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat
+                FROM x ORDER BY team, bundle, job
+                ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING team_id, bundle_id, job_id),
+            s AS (SELECT x.* FROM x JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job),
+            named AS (\(unescaped: upsertDevices(deviceId: "did", where: "did IS NOT NULL", keep: "device_id = EXCLUDED.device_id,"))),
+            unnamed AS (\(unescaped: upsertDevices(deviceId: "gen_random_uuid()::text", where: "did IS NULL", keep: "")))
+            SELECT x.i AS decision, v.job_id IS NOT NULL AS stored
+            FROM x LEFT JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job
+            ORDER BY x.i
             """
         }
+
+        /// The devices of the stored attestations in `s` that `where` selects, in key order, with `deviceId`
+        /// as a new row's id and `keep` setting (or not) an existing row's.
+        private func upsertDevices(deviceId: String, where condition: String, keep: String) -> String {
+            """
+            INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
+                subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
+            SELECT dkey, team, bundle, pub, env, receipt, \(deviceId), fp, subject, model, os, appv, build, platform, received, received
+            FROM s WHERE \(condition) ORDER BY dkey
+            ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
+                receipt = EXCLUDED.receipt, \(keep)
+                fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
+                subject_id = coalesce(EXCLUDED.subject_id, devices.subject_id),
+                device_model = coalesce(EXCLUDED.device_model, devices.device_model),
+                os_version = coalesce(EXCLUDED.os_version, devices.os_version),
+                app_version = coalesce(EXCLUDED.app_version, devices.app_version),
+                app_build_number = coalesce(EXCLUDED.app_build_number, devices.app_build_number),
+                platform = coalesce(EXCLUDED.platform, devices.platform),
+                attestation_count = devices.attestation_count + 1, attested_at = EXCLUDED.attested_at,
+                last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
+            """
+        }
+
+        typealias Row = Positioned
+        typealias Result = [Bool]
+
+        func result(_ rows: PGDecodedRows<Positioned>) throws(PGError) -> [Bool] { try Positioned.inOrder(rows, count: decisions.count) }
     }
 
     /// Every decision that is not an accepted attestation, in one statement: the verdicts, for accepted
@@ -128,7 +156,7 @@ enum VerdictsTable {
     /// UPDATE itself, so a concurrent writer's change is re-checked under the row lock, and the rows are
     /// locked in key order first (`locked`) so that two batches cannot deadlock on them; verdicts are
     /// inserted in jobId order for the same reason. Nothing probes `verdicts` (every partition) for the
-    /// jobIds again: the gather did, under their locks (``Attestation`` says why that suffices).
+    /// jobIds again: the gather did, under their locks (``Attestations`` says why that suffices).
     struct Decisions: PGStatement {
         let decisions: [Decision]
 
@@ -183,25 +211,29 @@ enum VerdictsTable {
             """
         }
 
-        struct Row: PGRowDecodable {
-            /// The decision's position in the statement's input.
-            let decision: Int
-            let written: Written
-
-            init(row: PGRow) throws(PGError) {
-                decision = try row.decode("decision")
-                written = try Written(row: row)
-            }
-        }
-
-        /// Whether each decision was stored, in input order.
+        typealias Row = Positioned
         typealias Result = [Bool]
 
-        func result(_ rows: PGDecodedRows<Row>) throws(PGError) -> [Bool] {
-            // Sorted by `decision`, one row each: the n-th row is the n-th decision's.
-            let rows = try rows.exactly(decisions.count)
+        func result(_ rows: PGDecodedRows<Positioned>) throws(PGError) -> [Bool] { try Positioned.inOrder(rows, count: decisions.count) }
+    }
+
+    /// One row of a write statement that answers once per decision: its position in the statement's
+    /// input, and whether it was stored.
+    struct Positioned: PGRowDecodable {
+        let decision: Int
+        let written: Written
+
+        init(row: PGRow) throws(PGError) {
+            decision = try row.decode("decision")
+            written = try Written(row: row)
+        }
+
+        /// Whether each of `count` decisions was stored, in input order.
+        /// - Throws: `.unexpectedRowCount` unless the rows answer each decision once, in order.
+        static func inOrder(_ rows: PGDecodedRows<Positioned>, count: Int) throws(PGError) -> [Bool] {
+            let rows = try rows.exactly(count)
             for (position, row) in rows.enumerated() where row.decision != position {
-                throw PGError(code: .unexpectedRowCount, message: "VerdictsTable.Decisions: row \(position) answers decision \(row.decision)")
+                throw PGError(code: .unexpectedRowCount, message: "row \(position) answers decision \(row.decision)")
             }
             return rows.map(\.written.stored)
         }
