@@ -39,6 +39,8 @@ final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
     var counted: [MonthlyDevice: String] = [:]
     /// Threshold (80, 100) → when it was reached, per app and month.
     var quotaEvents: [AppMonth: [Int: Timestamp]] = [:]
+    /// The jobIds of the settled decisions that count their device (`countsAsActive`), in settle order.
+    var counting: [String] = []
 
     func apps() throws(PGError) -> [AppIdentity: AppPolicy] { lock.withLock { appPolicies } }
 
@@ -63,6 +65,7 @@ final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
     }
 
     func settle(_ decisions: [Decision]) throws(PGError) -> (stored: [Bool], crossings: [QuotaCrossing]) {
+        lock.withLock { counting += decisions.filter { $0.intelligence?.countsAsActive == true }.map(\.jobId) }
         let (outcomes, crossings) = try commit(decisions)
         return (outcomes.map { $0 == .stored }, crossings)
     }
@@ -293,6 +296,11 @@ final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
         #expect(out.allSatisfy { $0.topic == "verdicts" && $0.key == Array(Base64.encode(device.keyId).utf8) })
         #expect(out[1].headers.first?.name == "jobId")
         #expect(store.commits == 1)
+        // Only the device's first accepted decision goes to the month's insert-if-absent.
+        #expect(store.counting == ["a1"])
+        // In a later batch the device is counted already: none does.
+        _ = try processor().process([message(Self.assertionJob(device, jobId: "s3", counter: 3))])
+        #expect(store.counting == ["a1"])
     }
 
     @Test mutating func redeliveredJobsRepublishTheStoredVerdictUnchanged() throws {

@@ -13,7 +13,8 @@ public struct IntelligenceChange: Sendable {
     /// False for most accepted assertions, which leave the row as it is (its `updated_at` included).
     public var writesRisk: Bool
     /// An accepted verdict of a device not counted before this batch: it counts the device (once, by
-    /// insert-if-absent) in the month of the job's receivedAt.
+    /// insert-if-absent) in the month of the job's receivedAt. The worker marks only the device's first
+    /// accepted decision in the batch; of several marked, the first stored counts it.
     public var countsAsActive: Bool
     public var keyId: [UInt8]?
 

@@ -12,13 +12,22 @@ import Synchronization
 /// changes as increments at commit, so concurrent workers add up exactly; only a quota can be overshot by
 /// the devices other workers admit while this batch decides.
 final class IntelligenceLedger: Sendable {
-    private let state: Mutex<IntelligenceSnapshot>
+    private let state: Mutex<State>
     /// The devices the database had already counted when the batch began: their rows exist, so their
     /// verdicts skip the insert-if-absent (most accepted jobs of a month are of devices counted before).
     private let countedBefore: Set<MonthlyDevice>
 
+    private struct State {
+        var snapshot: IntelligenceSnapshot
+        /// The devices an accepted decision of this batch counts: only a device's first accepted decision
+        /// goes to the insert-if-absent, not its later ones (a device's jobs often come together, and each
+        /// candidate costs the insert a probe of `verdicts`). Under the batch's locks every decision is
+        /// stored: the first is the one the database would pick.
+        var counting: Set<MonthlyDevice> = []
+    }
+
     init(_ snapshot: IntelligenceSnapshot) {
-        state = Mutex(snapshot)
+        state = Mutex(State(snapshot: snapshot))
         countedBefore = snapshot.counted
     }
 
@@ -31,13 +40,13 @@ final class IntelligenceLedger: Sendable {
         let identity = DeviceIdentity(job: job, keyBytes: keyBytes, stored: stored)
         let month = AppMonth(teamId: job.teamId, bundleId: job.bundleId, month: job.receivedAt.utcMonth)
         let monthly = MonthlyDevice(month: month, identity: identity)
-        return state.withLock { s in
-            guard !s.counted.contains(monthly) else { return nil }
-            let quota = s.quotas[month] ?? MonthlyQuota()
+        return state.withLock { state in
+            guard !state.snapshot.counted.contains(monthly) else { return nil }
+            let quota = state.snapshot.quotas[month] ?? MonthlyQuota()
             if quota.stopsNewDevices(at: job.receivedAt, limit: limit, graceDays: app.graceDays) {
                 return (limit, quota.devices)
             }
-            Self.count(monthly, in: &s, limit: limit, at: job.receivedAt)
+            Self.count(monthly, in: &state.snapshot, limit: limit, at: job.receivedAt)
             return nil
         }
     }
@@ -51,27 +60,28 @@ final class IntelligenceLedger: Sendable {
         let month = AppMonth(teamId: job.teamId, bundleId: job.bundleId, month: job.receivedAt.utcMonth)
         let monthly = MonthlyDevice(month: month, identity: identity)
         let newKey = stored.map { DeviceIdentity(record: $0) != identity } ?? true
-        return state.withLock { s in
-            if verdict.ok { Self.count(monthly, in: &s, limit: app?.madLimit, at: job.receivedAt) }
-            var history = s.histories[device] ?? DeviceHistory()
+        return state.withLock { state in
+            if verdict.ok { Self.count(monthly, in: &state.snapshot, limit: app?.madLimit, at: job.receivedAt) }
+            let counts = verdict.ok && !countedBefore.contains(monthly) && state.counting.insert(monthly).inserted
+            var history = state.snapshot.histories[device] ?? DeviceHistory()
             let event = DeviceEvent(verdict, newKey: newKey)
             history.record(event, at: job.receivedAt)
             if history.deviceId == nil {
                 history.deviceId = job.givenDeviceId ?? stored.map(\.deviceId).flatMap { $0.isEmpty ? nil : $0 }
                     ?? UUID().uuidString.lowercased()
             }
-            s.histories[device] = history
+            state.snapshot.histories[device] = history
             let deviceId = job.givenDeviceId ?? history.deviceId!
             var signals = history.signals(at: job.receivedAt, extensions: verdict.extensions)
             if let android = verdict.android { signals.add(android, receivedAt: job.receivedAt) }
             let assessment = RiskModel.assess(signals, policy: app?.risk ?? RiskPolicy())
             let held = HeldScore(assessment)
-            let writesRisk = event.changesHistory || s.scores[device] != held
-            s.scores[device] = held
+            let writesRisk = event.changesHistory || state.snapshot.scores[device] != held
+            state.snapshot.scores[device] = held
             verdict.deviceIntelligence = DeviceIntelligence(deviceId: deviceId, assessment: assessment, history: history)
             return IntelligenceChange(
                 device: device, month: month.month, event: event, deviceId: history.deviceId!, assessment: assessment,
-                writesRisk: writesRisk, countsAsActive: verdict.ok && !countedBefore.contains(monthly), keyId: keyBytes)
+                writesRisk: writesRisk, countsAsActive: counts, keyId: keyBytes)
         }
     }
 
