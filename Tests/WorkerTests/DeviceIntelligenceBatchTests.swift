@@ -35,6 +35,27 @@ import Worker
         #expect(batch.store.histories.values.first?.attestations == 1)
     }
 
+    /// The batch's intelligence read is built from the devices the cache held; when the gather's fresh row
+    /// gives a key another fingerprint (another worker re-attested it), even one Unicode calls equivalent,
+    /// the jobs are decided with that identity's history, read in a second trip.
+    @Test mutating func aKeysFingerprintChangedSinceTheCacheReadIsDecidedWithItsFreshIdentity() throws {
+        let device = try Device()
+        let processor = batch.processor()
+        let attestation = BatchProcessorTests.attestationJob(device, jobId: "i-a", metadata: [("deviceFingerprint", .string("caf\u{e9}"))])
+        _ = try processor.process([batch.message(attestation)])
+        let decomposed = "cafe\u{301}"
+        batch.store.devices[device.keyId]?.fingerprint = decomposed
+        let fresh = AppDevice(
+            teamId: BatchProcessorTests.teamId, bundleId: BatchProcessorTests.bundleId, identity: DeviceIdentity(fingerprint: decomposed))
+        var history = DeviceHistory()
+        history.deviceId = "other-worker"
+        batch.store.histories[fresh] = history
+        let assertion = BatchProcessorTests.assertionJob(device, jobId: "i-s", counter: 1)
+        let verdict = batch.verdicts(try processor.process([batch.message(assertion)]))[0]
+        #expect(verdict["ok"] == .bool(true))
+        #expect(verdict["deviceIntelligence"]?["deviceId"] == .string("other-worker"))
+    }
+
     @Test mutating func aRegeneratedKeyWithTheSameFingerprintCountsOnce() throws {
         #expect(try attest(Device(), "f-1", fingerprint: "fp-1")["ok"] == .bool(true))
         let second = try attest(Device(), "f-2", fingerprint: "fp-1")

@@ -8,9 +8,9 @@ import Store
 extension BatchProcessor {
     /// The histories, monthly counts and quotas these jobs are decided with. A key's identity can change
     /// within the batch (an attestation bringing a fingerprint), so the fingerprints the batch's
-    /// attestations bring are read for their keys' other jobs too. Identities come from the device cache,
-    /// so the query depends on what the cache holds when it is built.
-    func intelligenceQuery(_ entries: [JobEntry]) -> IntelligenceQuery {
+    /// attestations bring are read for their keys' other jobs too. Identities come from `stored`, each key's
+    /// device: of it only its app and fingerprint matter (``sameIdentities(_:_:)``).
+    func intelligenceQuery(_ entries: [JobEntry], stored devices: [[UInt8]: DeviceRecord]) -> IntelligenceQuery {
         var brought = [[UInt8]: String]()
         for entry in entries {
             guard let job = entry.job, job.kind == .attestation, let key = entry.keyBytes,
@@ -22,7 +22,7 @@ extension BatchProcessor {
         for entry in entries {
             guard let job = entry.job else { continue }
             let key = entry.keyBytes
-            let stored = key.flatMap { devices.get($0)?.record }.flatMap {
+            let stored = key.flatMap { devices[$0] }.flatMap {
                 $0.teamId == job.teamId && $0.bundleId == job.bundleId ? $0 : nil
             }
             var identities = [DeviceIdentity(job: job, keyBytes: key, stored: stored)]
@@ -39,15 +39,33 @@ extension BatchProcessor {
         return query
     }
 
+    /// Whether a key's jobs get the same identities from device `a` as from `b` (``intelligenceQuery(_:stored:)``
+    /// reads only its app and fingerprint), byte for byte as identities compare.
+    static func sameIdentities(_ a: DeviceRecord?, _ b: DeviceRecord?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        let same = { (x: String?, y: String?) -> Bool in
+            switch (x, y) {
+            case (nil, nil): true
+            case (let x?, let y?): ExactText.equal(x, y)
+            default: false
+            }
+        }
+        return same(a.teamId, b.teamId) && same(a.bundleId, b.bundleId) && same(a.fingerprint, b.fingerprint)
+    }
+
     /// The ledger `entries` are decided with. `snapshot` was read with the gather, for `guessed`: the
-    /// query the cache gave before the gather refreshed it. What the fresh device rows make the jobs
-    /// need besides (a key not cached yet, a row another worker changed) is read now, so the common batch
-    /// costs no round trip of its own here; a row absent from a snapshot means absent from the database
-    /// only for what was asked, hence never a guess taken for an answer.
+    /// query built from `cached`, the devices the cache held before the gather. When the gather's fresh
+    /// rows (`fresh`) give every key the same app and fingerprint, the query they give is the same (or
+    /// smaller: `entries` leaves out redelivered jobs) and is not built again; otherwise what they make the
+    /// jobs need besides (a key not cached yet, a row another worker changed) is read now. Either way the
+    /// common batch costs no round trip of its own here; a row absent from a snapshot means absent from
+    /// the database only for what was asked, hence never a guess taken for an answer.
     func intelligenceLedger(
-        _ entries: [JobEntry], read snapshot: IntelligenceSnapshot, for guessed: IntelligenceQuery, in tx: any BatchTransaction
+        _ entries: [JobEntry], read snapshot: IntelligenceSnapshot, for guessed: IntelligenceQuery,
+        cached: [[UInt8]: DeviceRecord], fresh: [[UInt8]: DeviceRecord], keys: Set<[UInt8]>, in tx: any BatchTransaction
     ) throws(PGError) -> IntelligenceLedger {
-        let needed = intelligenceQuery(entries)
+        if keys.allSatisfy({ Self.sameIdentities(cached[$0], fresh[$0]) }) { return IntelligenceLedger(snapshot) }
+        let needed = intelligenceQuery(entries, stored: fresh)
         var missing = IntelligenceQuery()
         missing.devices = needed.devices.subtracting(guessed.devices)
         missing.counted = needed.counted.subtracting(guessed.counted)

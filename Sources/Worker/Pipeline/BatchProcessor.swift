@@ -128,7 +128,9 @@ public final class BatchProcessor: Sendable {
         let batchKeys = Set(jobs.compactMap(\.keyBytes))
         let claims = challengeClaims(jobs, now: now)
         let outcomes = try store.batch { tx throws(PGError) in
-            let guessed = intelligenceQuery(jobs)
+            var cached = [[UInt8]: DeviceRecord]()
+            for key in batchKeys { cached[key] = devices.get(key)?.record }
+            let guessed = intelligenceQuery(jobs, stored: cached)
             let gathered = try timings.timed(\.reading) { () throws(PGError) in
                 try tx.gather(
                     GatherRequest(
@@ -157,7 +159,8 @@ public final class BatchProcessor: Sendable {
                 }
             }
             let ledger = try timings.timed(\.reading) { () throws(PGError) in
-                try intelligenceLedger(toDecide, read: gathered.intelligence, for: guessed, in: tx)
+                try intelligenceLedger(
+                    toDecide, read: gathered.intelligence, for: guessed, cached: cached, fresh: gathered.devices, keys: batchKeys, in: tx)
             }
             let decided = decide(toDecide, now: now, challenges: challenges, ledger)
             let (stored, crossings) = try timings.timed(\.storing) { () throws(PGError) in try tx.settle(decided.map(\.decision)) }
