@@ -188,7 +188,7 @@ public struct Job: Sendable {
 
         mutating func string(_ name: String) -> String {
             switch json[name] {
-            case .string(let s)? where s.utf8.contains(0):
+            case .string(let s)? where ExactText.containsNUL(s):
                 note(.invalidField, "\(name) must not contain NUL characters")
             case .string(let s)? where !s.isEmpty: return s
             case nil, .null?: note(.missingField, "\(name) is required")
@@ -208,7 +208,7 @@ public struct Job: Sendable {
             case .string(let s)? where s.utf8.count > maxBytes:
                 note(.invalidField, "\(name) must be at most \(maxBytes) bytes")
                 return nil
-            case .string(let s)? where !s.utf8.contains(0): return s
+            case .string(let s)? where !ExactText.containsNUL(s): return s
             default:
                 note(.invalidField, "\(name) must be a string without NUL characters")
                 return nil

@@ -28,4 +28,13 @@ import Testing
         #expect(!ExactText.equal("order-4", "order-42"))
         #expect(ExactText.equal("", ""))
     }
+
+    @Test func aNULIsFoundAnywhereInTheText() {
+        #expect(!ExactText.containsNUL(""))
+        #expect(!ExactText.containsNUL("order-42-\u{e9}"))
+        for text in ["\u{0}", "\u{0}order", "order\u{0}", "or\u{0}der", String(repeating: "x", count: 4096) + "\u{0}"] {
+            #expect(ExactText.containsNUL(text))
+            #expect(ExactText.containsNUL(String("y" + text).dropFirst().description))
+        }
+    }
 }

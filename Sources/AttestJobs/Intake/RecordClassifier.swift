@@ -115,6 +115,6 @@ public struct RecordClassifier: Sendable {
 
     /// A jobId a verdict can be stored and keyed under: 1 to ``maxJobIdBytes`` bytes, no NUL.
     static func usable(_ jobId: String) -> Bool {
-        !jobId.isEmpty && jobId.utf8.count <= maxJobIdBytes && !jobId.utf8.contains(0)
+        !jobId.isEmpty && jobId.utf8.count <= maxJobIdBytes && !ExactText.containsNUL(jobId)
     }
 }
