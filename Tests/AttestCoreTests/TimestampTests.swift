@@ -1,4 +1,4 @@
-import AttestCore
+@testable import AttestCore
 import Testing
 
 @Suite struct TimestampTests {
@@ -21,6 +21,21 @@ import Testing
         #expect(Timestamp(rfc3339: "2026-04-21T18:13:12.153Z")!.rfc3339 == "2026-04-21T18:13:12.153Z")
         #expect(Timestamp(rfc3339: "1969-12-31T23:59:59Z")!.rfc3339 == "1969-12-31T23:59:59Z")
         #expect(Timestamp(rfc3339: "2000-02-29T00:00:00Z")!.rfc3339 == "2000-02-29T00:00:00Z")
+        #expect(Timestamp(rfc3339: "0001-01-01T00:00:00.000001Z")!.rfc3339 == "0001-01-01T00:00:00.000001Z")
+        #expect(Timestamp(rfc3339: "9999-12-31T23:59:59.5Z")!.rfc3339 == "9999-12-31T23:59:59.500Z")
+        #expect(Timestamp(rfc3339: "2026-04-21T18:13:12.153999Z")!.rfc3339Milliseconds == "2026-04-21T18:13:12.153Z")
+        #expect(Timestamp(rfc3339: "2026-04-21T18:13:12Z")!.rfc3339Milliseconds == "2026-04-21T18:13:12.000Z")
+    }
+
+    /// The buffer writer pads as `pad` does, for every width and sign.
+    @Test func paddedDigitsAreWrittenAsPadFormatsThem() {
+        for value: Int64 in [0, 7, 42, 999, 1000, 123_456, 9_999_999, -5, -12_345, .max, .min] {
+            for width in [0, 1, 2, 4, 6] {
+                var out: [UInt8] = [0x41]
+                Timestamp.appendPadded(value, width, to: &out)
+                #expect(String(decoding: out, as: UTF8.self) == "A" + Timestamp.pad(value, width), "\(value), \(width)")
+            }
+        }
     }
 
     @Test func utcMonthIsTheMonthAtUTC() {
