@@ -63,6 +63,23 @@ enum VerdictsTable {
         init(row: PGRow) throws(PGError) { stored = try row.decode("stored") }
     }
 
+    /// The unnest arguments of a write statement's `x`: each decision's position, then its verdict's
+    /// values in the order of ``verdictColumns``.
+    private static func verdictArrays(_ decisions: [Decision]) -> PGQuery {
+        """
+        \(decisions.indices.map { Int32($0) })::int4[], \(decisions.map(\.jobId))::text[], \(decisions.map(\.kind))::text[],
+        \(decisions.map(\.keyId))::text[], \(decisions.map(\.app.teamId))::text[], \(decisions.map(\.app.bundleId))::text[],
+        \(decisions.map(\.ok))::bool[], \(decisions.map(\.code))::text[], \(decisions.map(\.reason))::text[],
+        \(decisions.map(\.verdictJSON))::text[], \(decisions.map(\.receivedAt))::timestamptz[],
+        \(decisions.map(\.decidedAt))::timestamptz[], \(decisions.map { $0.source?.topic })::text[],
+        \(decisions.map { $0.source?.partition })::int4[], \(decisions.map { $0.source?.offset })::int8[],
+        \(decisions.map(\.jobDigest))::bytea[], \(decisions.map(\.storedPartitionAt))::timestamptz[]
+        """
+    }
+
+    /// `x`'s names for ``verdictArrays(_:)``'s values after the position, in ``insertVerdict``'s column order.
+    private static let verdictColumns = "job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat"
+
     private static let insertVerdict = """
         INSERT INTO verdicts (job_id, kind, key_id, team_id, bundle_id, ok, code, reason, verdict_json, received_at,
             decided_at, source_topic, source_partition, source_offset, job_sha256, partition_at)
@@ -89,22 +106,15 @@ enum VerdictsTable {
             let metadata = { (key: String) in devices.map { $0.metadata[key] } }
             return """
             WITH x AS (
-                SELECT * FROM unnest(\(decisions.indices.map { Int32($0) })::int4[], \(decisions.map(\.jobId))::text[],
-                    \(decisions.map(\.kind))::text[], \(decisions.map(\.keyId))::text[], \(decisions.map(\.app.teamId))::text[],
-                    \(decisions.map(\.app.bundleId))::text[], \(decisions.map(\.ok))::bool[], \(decisions.map(\.code))::text[],
-                    \(decisions.map(\.reason))::text[], \(decisions.map(\.verdictJSON))::text[], \(decisions.map(\.receivedAt))::timestamptz[],
-                    \(decisions.map(\.decidedAt))::timestamptz[], \(decisions.map { $0.source?.topic })::text[],
-                    \(decisions.map { $0.source?.partition })::int4[], \(decisions.map { $0.source?.offset })::int8[],
-                    \(decisions.map(\.jobDigest))::bytea[], \(decisions.map(\.storedPartitionAt))::timestamptz[],
+                SELECT * FROM unnest(\(verdictArrays(decisions)),
                     \(devices.map(\.keyId))::bytea[], \(devices.map(\.publicKey))::bytea[], \(devices.map(\.environment))::text[],
                     \(devices.map(\.receipt))::bytea[], \(devices.map(\.deviceId))::text[], \(metadata("deviceFingerprint"))::text[],
                     \(metadata("subjectId"))::text[], \(metadata("deviceModel"))::text[], \(metadata("osVersion"))::text[],
                     \(metadata("appVersion"))::text[], \(metadata("appBuildNumber"))::text[], \(metadata("platform"))::text[])
-                    AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat,
-                        dkey, pub, env, receipt, did, fp, subject, model, os, appv, build, platform)),
+                    AS x(i, \(unescaped: verdictColumns), dkey, pub, env, receipt, did, fp, subject, model, os, appv, build, platform)),
             v AS (
                 \(unescaped: insertVerdict)
-                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat
+                SELECT \(unescaped: verdictColumns)
                 FROM x ORDER BY team, bundle, job
                 ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING team_id, bundle_id, job_id),
             s AS (SELECT x.* FROM x JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job),
@@ -169,17 +179,9 @@ enum VerdictsTable {
             let used = decisions.map { d -> [UInt8]? in if case .used(let key) = d.change { key } else { nil } }
             return """
             WITH x AS (
-                SELECT * FROM unnest(\(decisions.indices.map { Int32($0) })::int4[], \(decisions.map(\.jobId))::text[],
-                    \(decisions.map(\.kind))::text[], \(decisions.map(\.keyId))::text[], \(decisions.map(\.app.teamId))::text[],
-                    \(decisions.map(\.app.bundleId))::text[], \(decisions.map(\.ok))::bool[], \(decisions.map(\.code))::text[],
-                    \(decisions.map(\.reason))::text[], \(decisions.map(\.verdictJSON))::text[], \(decisions.map(\.receivedAt))::timestamptz[],
-                    \(decisions.map(\.decidedAt))::timestamptz[], \(decisions.map { $0.source?.topic })::text[],
-                    \(decisions.map { $0.source?.partition })::int4[], \(decisions.map { $0.source?.offset })::int8[],
-                    \(decisions.map(\.jobDigest))::bytea[], \(advanced.map { $0?.key })::bytea[],
-                    \(advanced.map { $0.map { Int64($0.counter) } })::int8[], \(decisions.map(\.storedPartitionAt))::timestamptz[],
-                    \(used)::bytea[])
-                    AS x(i, job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha,
-                        dkey, ctr, pat, ukey)),
+                SELECT * FROM unnest(\(verdictArrays(decisions)), \(advanced.map { $0?.key })::bytea[],
+                    \(advanced.map { $0.map { Int64($0.counter) } })::int8[], \(used)::bytea[])
+                    AS x(i, \(unescaped: verdictColumns), dkey, ctr, ukey)),
             g AS (
                 SELECT dkey AS key_id, min(ctr) AS lowest, max(ctr) AS highest, count(*)::int AS n,
                     max(received) AS seen
@@ -201,7 +203,7 @@ enum VerdictsTable {
                 RETURNING devices.key_id),
             v AS (
                 \(unescaped: insertVerdict)
-                SELECT job, kind, kid, team, bundle, ok, code, reason, verdict, received, decided, topic, part, o, sha, pat
+                SELECT \(unescaped: verdictColumns)
                 FROM x WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
                 ORDER BY team, bundle, job
                 ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING team_id, bundle_id, job_id)
