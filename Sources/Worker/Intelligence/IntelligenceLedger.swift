@@ -22,7 +22,8 @@ final class IntelligenceLedger: Sendable {
         /// The devices an accepted decision of this batch counts: only a device's first accepted decision
         /// goes to the insert-if-absent, not its later ones (a device's jobs often come together, and each
         /// candidate costs the insert a probe of `verdicts`). Under the batch's locks every decision is
-        /// stored: the first is the one the database would pick.
+        /// stored, so the first is the one the database would have picked; only a writer that takes no lock
+        /// can leave one unstored, and the batch then runs again.
         var counting: Set<MonthlyDevice> = []
     }
 
