@@ -180,6 +180,17 @@ import Testing
         #expect(try db.storedJobs() == ["a-1", "b-1", "rejected", "a-22"])
     }
 
+    @Test func aKeysAssertionsFindTheDeviceItsAttestationInTheSameBatchInserts() throws {
+        let db = try Database()
+        let (outcomes, _) = try db.store.commit([
+            Self.decision("a-s1", .advanced(keyId: Self.keyA, counter: 1)), Self.attested("a-1", Self.keyA),
+            Self.decision("a-s2", .advanced(keyId: Self.keyA, counter: 2)),
+        ])
+        #expect(outcomes == [.stored, .stored, .stored])
+        #expect(try db.counter(Self.keyA) == 2)
+        #expect(try Self.devices(db)[Self.keyA]?.1 == 1)
+    }
+
     @Test func aReattestationKeepsTheStoredDeviceIdUnlessItGivesOneAndARedeliveredOneChangesNothing() throws {
         let db = try Database()
         try db.addDevice(Self.keyA, counter: 5)
