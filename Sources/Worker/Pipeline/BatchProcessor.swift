@@ -114,7 +114,7 @@ public final class BatchProcessor: Sendable {
         // found their apps again, before anything is read under their apps.
         if jobs.contains(where: { $0.job.map { policy(for: $0) == nil } ?? false }) {
             try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: true) }
-            for i in jobs.indices { jobs[i].resolveApp(in: apps.withLock { $0 }) }
+            for i in jobs.indices { jobs[i] = jobs[i].resolvingApp(in: apps.withLock { $0 }) }
         }
 
         // Gather, decide and settle in one transaction, run again whole after a transient failure. The gather
@@ -214,11 +214,10 @@ public final class BatchProcessor: Sendable {
                     position: position, message: message, jobId: jobId, scope: app, digest: Digest.sha256.hash(message.value),
                     content: .invalid(failure)))
         case .job(let job):
-            var entry = JobEntry(
+            let entry = JobEntry(
                 position: position, message: message, jobId: job.jobId, scope: job.app,
                 digest: Digest.sha256.hash(message.value), content: .job(job, keyBytes: Self.keyBytes(of: job)))
-            entry.resolveApp(in: apps.withLock { $0 })
-            return .job(entry)
+            return .job(entry.resolvingApp(in: apps.withLock { $0 }))
         }
     }
 
