@@ -43,12 +43,16 @@ public final class AttestStore: @unchecked Sendable {
     /// Stores decisions in a batch transaction of their own (tools and tests; the worker decides and settles
     /// in one, ``batch(_:)``): their jobIds locked and their stored verdicts read, then the rest written and
     /// committed, two round trips. No key is locked: a counter another session moved is a `counterConflict`.
+    /// A jobId given twice is settled once, for its first decision (the write statements answer a decision
+    /// by its jobId, so a second would read as stored and move its device); the later ones are
+    /// `counterConflict`s, as a decision that could not be stored.
     public func commit(_ decisions: [Decision]) throws(PGError) -> (outcomes: [CommitOutcome], crossings: [QuotaCrossing]) {
         guard !decisions.isEmpty else { return ([], []) }
         return try batch { tx throws(PGError) in
             let jobs = decisions.map { ScopedJobId(app: $0.app, jobId: $0.jobId) }
             let stored = try tx.gather(GatherRequest(jobs: jobs, keyIds: [])).verdicts
-            let fresh = decisions.indices.filter { stored[jobs[$0]] == nil }
+            var settling = Set<ScopedJobId>()
+            let fresh = decisions.indices.filter { stored[jobs[$0]] == nil && settling.insert(jobs[$0]).inserted }
             let settled = try tx.settle(fresh.map { decisions[$0] })
             var outcomes = jobs.map { job in stored[job].map(CommitOutcome.alreadyDecided) ?? .counterConflict }
             for (decision, written) in zip(fresh, settled.stored) where written { outcomes[decision] = .stored }

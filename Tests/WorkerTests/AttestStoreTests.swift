@@ -191,6 +191,21 @@ import Testing
         #expect(try Self.devices(db)[Self.keyA]?.1 == 1)
     }
 
+    /// The write statements answer each decision by its jobId: a jobId given twice in one call is settled
+    /// once, for its first decision, and the second changes nothing.
+    @Test func aJobIdGivenTwiceInOneCommitIsSettledOnceForItsFirstDecision() throws {
+        let db = try Database()
+        try db.addDevice(Self.keyB, counter: 0)
+        let (outcomes, _) = try db.store.commit([
+            Self.attested("twice", Self.keyA), Self.attested("twice", Self.keyB),
+            Self.decision("again", .advanced(keyId: Self.keyB, counter: 1)), Self.decision("again", .advanced(keyId: Self.keyB, counter: 2)),
+        ])
+        #expect(outcomes == [.stored, .counterConflict, .stored, .counterConflict])
+        #expect(try Self.devices(db)[Self.keyB]?.1 == 1)
+        #expect(try db.counter(Self.keyB) == 1)
+        #expect(try db.storedJobs() == ["twice", "again"])
+    }
+
     @Test func aReattestationKeepsTheStoredDeviceIdUnlessItGivesOneAndARedeliveredOneChangesNothing() throws {
         let db = try Database()
         try db.addDevice(Self.keyA, counter: 5)

@@ -98,7 +98,8 @@ enum VerdictsTable {
     struct Attestations: PGStatement {
         let decisions: [Decision]
 
-        /// - Precondition: every decision is an accepted attestation (`attestedDevice` is set), of distinct keys.
+        /// - Precondition: every decision is an accepted attestation (`attestedDevice` is set), of distinct keys
+        ///   and distinct jobIds (a row answers its decision by jobId).
         init(_ decisions: [Decision]) { self.decisions = decisions }
 
         var query: PGQuery {
@@ -170,6 +171,7 @@ enum VerdictsTable {
     struct Decisions: PGStatement {
         let decisions: [Decision]
 
+        /// - Precondition: the decisions' jobIds are distinct (a row answers its decision by jobId).
         init(_ decisions: [Decision]) { self.decisions = decisions }
 
         var query: PGQuery {
