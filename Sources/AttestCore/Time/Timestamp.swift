@@ -113,7 +113,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     public var rfc3339Milliseconds: String { rfc3339(fractionDigits: 3) }
 
     /// `YYYY-MM-DDTHH:MM:SS`, a fraction of 0, 3 (truncated) or 6 digits, and `Z`, written into one buffer:
-    /// every verdict carries several, and a string per field was 1.3% of the worker's CPU at throughput.
+    /// every verdict carries several, and with a string per field they were 1.3% of the worker's samples in
+    /// a `perf` profile of a throughput phase.
     private func rfc3339(fractionDigits: Int) -> String {
         let t = utc
         var out = [UInt8]()

@@ -43,14 +43,12 @@ extension BatchProcessor {
     /// reads only its app and fingerprint), byte for byte as identities compare.
     static func sameIdentities(_ a: DeviceRecord?, _ b: DeviceRecord?) -> Bool {
         guard let a, let b else { return a == nil && b == nil }
-        let same = { (x: String?, y: String?) -> Bool in
-            switch (x, y) {
-            case (nil, nil): true
-            case (let x?, let y?): ExactText.equal(x, y)
-            default: false
-            }
+        guard ExactText.equal(a.teamId, b.teamId), ExactText.equal(a.bundleId, b.bundleId) else { return false }
+        switch (a.fingerprint, b.fingerprint) {
+        case (nil, nil): return true
+        case (let x?, let y?): return ExactText.equal(x, y)
+        default: return false
         }
-        return same(a.teamId, b.teamId) && same(a.bundleId, b.bundleId) && same(a.fingerprint, b.fingerprint)
     }
 
     /// The ledger `entries` are decided with. `snapshot` was read with the gather, for `guessed`: the

@@ -19,8 +19,9 @@ extension BatchProcessor {
     }
 
     /// A message with a usable jobId, valid or not. A class: the batch's stages pass each entry along,
-    /// store it in their results and iterate over them, and a copy of the struct it was retained every field
-    /// of its message and job (2.4% of the worker's CPU at throughput); its fields never change.
+    /// store it in their results and iterate over them, and each copy of the struct it was retained every
+    /// field of its message and job (2.4% of the worker's samples in a `perf` profile of a throughput phase;
+    /// `ops/bench-ab` measured no change beyond its spread); its fields never change.
     final class JobEntry: Sendable {
         /// What a job entry holds besides its jobId.
         enum Content: Sendable {
