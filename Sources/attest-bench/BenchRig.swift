@@ -18,6 +18,8 @@ final class BenchRig {
     struct Options {
         var threads = ProcessInfo.processInfo.activeProcessorCount
         var batchSize: Int?
+        /// The worker's ATTEST_BATCH_LANES (`--batch-lanes`); nil: its default.
+        var batchLanes: Int?
         /// `fetch.wait.max.ms` of the worker's and the verdict reader's consumers (`--fetch-wait-ms`): the
         /// test broker does not wake a waiting fetch, so its fetch wait is latency a real Kafka does not add.
         var fetchWaitMs: Int?
@@ -50,6 +52,7 @@ final class BenchRig {
             kafkaProperties = environment["ATTEST_KAFKA_PROPERTIES"] ?? ""
             if let threads = try args.integer("threads", min: 1) { self.threads = threads }
             batchSize = try args.integer("batch-size", min: 1)
+            batchLanes = try args.integer("batch-lanes", min: 1)
             fetchWaitMs = try args.integer("fetch-wait-ms", min: 0)
             producerLingerMs = try args.integer("producer-linger-ms", min: 0)
             topicPrefix = try args.option("topics")
@@ -223,6 +226,7 @@ final class BenchRig {
             "ATTEST_HTTP_ADDRESS": "127.0.0.1:0", "ATTEST_OPS_HTTP_ADDRESS": "127.0.0.1:\(opsPort)", "ATTEST_WORKERS": "\(options.threads)", "ATTEST_LOG_LEVEL": options.workerLogLevel,
         ]) { _, new in new }
         if let batchSize = options.batchSize { environment["ATTEST_BATCH_SIZE"] = "\(batchSize)" }
+        if let batchLanes = options.batchLanes { environment["ATTEST_BATCH_LANES"] = "\(batchLanes)" }
         return environment
     }
 

@@ -16,7 +16,7 @@ import Worker
 struct PipelineBenchmark: Subcommand {
     static let help = """
         usage: attest-bench pipeline [--json] [--devices N] [--android-share F] [--latency-seconds S] [--idle-seconds S] [--threads T]
-                                     [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
+                                     [--batch-size B] [--batch-lanes L] [--topics PREFIX] [--brokers HOST:PORT]
                                      [--database-url URL] [--worker PATH] [--rate R] [--fetch-wait-ms W]
                                      [--producer-linger-ms L]
                                      [--postgres-pid PID] [--broker-pid PID]
@@ -32,7 +32,7 @@ struct PipelineBenchmark: Subcommand {
         com.example.bench.r<random>; creates the topics PREFIX.jobs, PREFIX.verdicts and PREFIX.dead (default PREFIX
         bench.<random>; the caller deletes them); starts `attest-worker run` with T verification threads
         (default: the cores), trusting both test PKIs (ATTEST_TRUST_ANCHORS, ATTEST_ANDROID_TRUST_ANCHORS),
-        the worker's defaults otherwise but ATTEST_BATCH_SIZE=B when given. Measures:
+        the worker's defaults otherwise but ATTEST_BATCH_SIZE=B and ATTEST_BATCH_LANES=L when given. Measures:
           in-process  the jobs verified in this process on T threads (read the record as the worker does,
                       either platform; decide against device state kept in memory: the attested key and
                       counter, or the attested Android key; serialize the verdict): no broker, no database; half of the devices

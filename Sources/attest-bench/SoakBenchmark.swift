@@ -8,7 +8,7 @@ import Foundation
 struct SoakBenchmark: Subcommand {
     static let help = """
         usage: attest-bench soak [--json] [--minutes N] [--rate R] [--devices D] [--sample-seconds S]
-                                 [--threads T] [--batch-size B] [--topics PREFIX] [--brokers HOST:PORT]
+                                 [--threads T] [--batch-size B] [--batch-lanes L] [--topics PREFIX] [--brokers HOST:PORT]
                                  [--database-url URL] [--worker PATH] [--worker-log PATH]
                                  [--worker-log-level L] [--worker-kafka-properties P]
 
