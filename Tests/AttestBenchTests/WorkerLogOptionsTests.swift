@@ -45,6 +45,12 @@ import Testing
         ])
     }
 
+    @Test func theWorkersLanes() throws {
+        #expect(try Self.options([]).batchLanes == nil)
+        #expect(try Self.options(["--batch-lanes", "1"]).batchLanes == 1)
+        #expect(throws: Arguments.UsageError.self) { try Self.options(["--batch-lanes", "0"]) }
+    }
+
     @Test func theJobProducersLinger() throws {
         #expect(try Self.options(["--producer-linger-ms", "5"]).producerLingerMs == 5)
         #expect(throws: Arguments.UsageError.self) { try Self.options(["--producer-linger-ms", "-1"]) }
