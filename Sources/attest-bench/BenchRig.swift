@@ -43,13 +43,8 @@ final class BenchRig {
         var worker: String
 
         init(_ args: inout Arguments) throws {
-            let environment = ProcessInfo.processInfo.environment
-            guard let brokers = try args.option("brokers") ?? environment["ATTEST_KAFKA_BROKERS"], !brokers.isEmpty else {
-                throw Arguments.UsageError(description: "set ATTEST_KAFKA_BROKERS or pass --brokers")
-            }
-            self.brokers = brokers
+            (brokers, kafkaProperties) = try Self.kafka(&args)
             databaseURL = try DatabaseOptions.url(&args)
-            kafkaProperties = environment["ATTEST_KAFKA_PROPERTIES"] ?? ""
             if let threads = try args.integer("threads", min: 1) { self.threads = threads }
             batchSize = try args.integer("batch-size", min: 1)
             batchLanes = try args.integer("batch-lanes", min: 1)
@@ -73,6 +68,16 @@ final class BenchRig {
             if let fetchWaitMs { text += "\nfetch.wait.max.ms=\(fetchWaitMs)" }
             if let workerKafkaProperties { text += "\n" + workerKafkaProperties }
             return text
+        }
+
+        /// The brokers (`--brokers`, else ATTEST_KAFKA_BROKERS) and the clients' settings
+        /// (ATTEST_KAFKA_PROPERTIES) every benchmark on a broker starts from.
+        static func kafka(_ args: inout Arguments) throws -> (brokers: String, properties: String) {
+            let environment = ProcessInfo.processInfo.environment
+            guard let brokers = try args.option("brokers") ?? environment["ATTEST_KAFKA_BROKERS"], !brokers.isEmpty else {
+                throw Arguments.UsageError(description: "set ATTEST_KAFKA_BROKERS or pass --brokers")
+            }
+            return (brokers, environment["ATTEST_KAFKA_PROPERTIES"] ?? "")
         }
 
         /// `name` in the folder of the running executable, where `swift build` puts every product.

@@ -7,7 +7,6 @@ import Dispatch
 import Foundation
 import KafkaClient
 import PostgresClient
-import Synchronization
 import Worker
 
 /// `attest-bench pipeline`: the worker end to end on a real broker and PostgreSQL (a child
@@ -475,37 +474,11 @@ struct PipelineBenchmark: Subcommand {
             return Double(workload.jobs.count) / (Double(last - start) / 1e9)
         }
 
-        /// Produces the jobs evenly spaced at `rate` per second and waits for their verdicts; returns each
-        /// job's latency from being handed to the producer to its verdict being read, in milliseconds, sorted,
-        /// and the same split at the verdict's create time.
+        /// Produces the jobs evenly spaced at `rate` per second and waits for their verdicts (``PacedProduction``).
         func producePaced(_ workload: PipelineWorkload, rate: Double) throws -> ([Double], LatencyStages) {
-            verdicts.expect(workload.jobs.map(\.jobId))
-            var sentAt = [UInt64](repeating: 0, count: workload.jobs.count)
-            var sentWallMs = [Int64](repeating: 0, count: workload.jobs.count)
-            let acknowledgedMs = Mutex([Int64?](repeating: nil, count: workload.jobs.count))
-            let start = DispatchTime.now().uptimeNanoseconds
-            for (i, message) in workload.jobs.enumerated() {
-                let due = start + UInt64(Double(i) / rate * 1e9)
-                let now = DispatchTime.now().uptimeNanoseconds
-                if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
-                sentAt[i] = DispatchTime.now().uptimeNanoseconds
-                sentWallMs[i] = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-                try producer.send(message) { ms in acknowledgedMs.withLock { $0[i] = ms } }
+            try PacedProduction.run(workload.jobs, rate: rate, producer: producer, reader: verdicts) {
+                try settle("latency phase", stallSeconds: 30)
             }
-            try producer.flush()
-            try settle("latency phase", stallSeconds: 30)
-            let acknowledged = acknowledgedMs.withLock { $0 }
-            let records = verdicts.records
-            let latencies = workload.jobs.indices.compactMap { i in
-                records[workload.jobs[i].jobId].map { Double($0.firstSeen - sentAt[i]) / 1e6 }
-            }.sorted()
-            let stages = LatencyStages(workload.jobs.indices.compactMap { i in
-                records[workload.jobs[i].jobId].map {
-                    LatencyStages.Sample(
-                        sentMs: sentWallMs[i], acknowledgedMs: acknowledged[i], createdMs: $0.createdMs, readMs: $0.firstSeenWallMs)
-                }
-            })
-            return (latencies, stages)
         }
 
         /// Waits for the announced verdicts; fails when the worker is gone, notes jobs still without one.

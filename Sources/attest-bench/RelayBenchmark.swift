@@ -38,12 +38,7 @@ struct RelayBenchmark: Subcommand {
         var kafkaProperties: String
 
         init(_ args: inout Arguments) throws {
-            let environment = ProcessInfo.processInfo.environment
-            guard let brokers = try args.option("brokers") ?? environment["ATTEST_KAFKA_BROKERS"], !brokers.isEmpty else {
-                throw Arguments.UsageError(description: "set ATTEST_KAFKA_BROKERS or pass --brokers")
-            }
-            self.brokers = brokers
-            kafkaProperties = environment["ATTEST_KAFKA_PROPERTIES"] ?? ""
+            (brokers, kafkaProperties) = try BenchRig.Options.kafka(&args)
             if let rate = try args.integer("rate", min: 1) { self.rate = Double(rate) }
             if let seconds = try args.integer("seconds", min: 1) { self.seconds = Double(seconds) }
             if let wait = try args.integer("fetch-wait-ms", min: 0) { fetchWaitMs = wait }
@@ -133,29 +128,10 @@ struct RelayBenchmark: Subcommand {
 
         let paced = jobs(Int((options.rate * options.seconds).rounded(.up)), "p")
         note(String(format: "producing %d jobs at %.0f jobs/s", paced.count, options.rate))
-        reader.expect(paced.map(\.jobId))
-        var sentAt = [UInt64](repeating: 0, count: paced.count)
-        var sentWallMs = [Int64](repeating: 0, count: paced.count)
-        let acknowledgedMs = Mutex([Int64?](repeating: nil, count: paced.count))
-        let start = DispatchTime.now().uptimeNanoseconds
-        for (i, message) in paced.enumerated() {
-            let due = start + UInt64(Double(i) / options.rate * 1e9)
-            let now = DispatchTime.now().uptimeNanoseconds
-            if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
-            sentAt[i] = DispatchTime.now().uptimeNanoseconds
-            sentWallMs[i] = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-            try producer.send(message) { ms in acknowledgedMs.withLock { $0[i] = ms } }
+        var lost = 0
+        let (latencies, stages) = try PacedProduction.run(paced, rate: options.rate, producer: producer, reader: reader) {
+            lost = reader.wait(stallSeconds: 30)
         }
-        try producer.flush()
-        let lost = reader.wait(stallSeconds: 30)
-        let acknowledged = acknowledgedMs.withLock { $0 }
-        let records = reader.records
-        let latencies = paced.indices.compactMap { i in records[paced[i].jobId].map { Double($0.firstSeen - sentAt[i]) / 1e6 } }.sorted()
-        let stages = LatencyStages(paced.indices.compactMap { i in
-            records[paced[i].jobId].map {
-                LatencyStages.Sample(sentMs: sentWallMs[i], acknowledgedMs: acknowledged[i], createdMs: $0.createdMs, readMs: $0.firstSeenWallMs)
-            }
-        })
         return Results(options: options, jobs: paced.count, lost: lost, latencies: latencies, stages: stages)
     }
 
