@@ -12,7 +12,7 @@ import Worker
 /// What the end-to-end benchmarks (`attest-bench pipeline`, `attest-bench soak`) run on: a fresh test PKI
 /// and a fresh Android test PKI whose roots the worker trusts, then on `start` a fresh app in the migrated database, fresh topics, a
 /// child `attest-worker run`, a job producer and a verdict reader. `close` stops the worker and deletes the
-/// run's rows.
+/// run's rows and topics.
 final class BenchRig {
     /// The settings both benchmarks share, from the command line and the environment.
     struct Options {
@@ -113,6 +113,10 @@ final class BenchRig {
     private let anchors: (attestation: String, receipt: String, android: String)
     let connection: PGReconnectingConnection
     private(set) var live: Live?
+    /// The run's topics and the client that made them, which deletes them at `close` (the test broker keeps
+    /// every topic in memory, and slows with each one left).
+    private var admin: KafkaAdmin?
+    private var topicNames: [String] = []
 
     init(options: Options) throws {
         self.options = options
@@ -148,9 +152,11 @@ final class BenchRig {
         let producerProperties = clientProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }
         let prefix = options.topicPrefix ?? "bench.\(runId)"
         let topics = (jobs: "\(prefix).jobs", verdicts: "\(prefix).verdicts", deadLetters: "\(prefix).dead")
-        try KafkaAdmin(properties: producerProperties).createTopics([
+        admin = try KafkaAdmin(properties: producerProperties)
+        try admin?.createTopics([
             (topics.jobs, Self.partitions), (topics.verdicts, Self.partitions), (topics.deadLetters, 1),
         ])
+        topicNames = [topics.jobs, topics.verdicts, topics.deadLetters]
         let opsPort = try WorkerScrape.freeLoopbackPort()
         let live = Live(
             verdicts: try VerdictCollector(
@@ -178,6 +184,9 @@ final class BenchRig {
             live.producer.close()
             live.verdicts.close()
             removeRows()
+        }
+        do { try admin?.deleteTopics(topicNames) } catch {
+            FileHandle.standardError.write(Data("bench: could not delete the run's topics \(topicNames): \(error)\n".utf8))
         }
         if let workerLog = options.workerLog {
             let log = directory.appendingPathComponent("worker.log").path

@@ -29,7 +29,7 @@ struct PipelineBenchmark: Subcommand {
         nine signed requests, one invalid request on every other device (signed by another key, or its
         client data without the challenge it presents). Registers a fresh app with its Android package
         com.example.bench.r<random>; creates the topics PREFIX.jobs, PREFIX.verdicts and PREFIX.dead (default PREFIX
-        bench.<random>; the caller deletes them); starts `attest-worker run` with T verification threads
+        bench.<random>; deleted at the end); starts `attest-worker run` with T verification threads
         (default: the cores), trusting both test PKIs (ATTEST_TRUST_ANCHORS, ATTEST_ANDROID_TRUST_ANCHORS),
         the worker's defaults otherwise but ATTEST_BATCH_SIZE=B and ATTEST_BATCH_LANES=L when given. Measures:
           in-process  the jobs verified in this process on T threads (read the record as the worker does,

@@ -21,7 +21,7 @@ struct RelayBenchmark: Subcommand {
         clients a worker needs and nothing between them. Reports p50 and p99 of job handed over → relayed
         record read, split as `pipeline` splits it: job → relayed (the record's create time), of it the
         job's own produce (until acknowledged), and the relayed record's trip to the reader. Topics are
-        created fresh (default PREFIX bench.relay.<random>; the caller deletes them).
+        created fresh (default PREFIX bench.relay.<random>) and deleted at the end.
         Brokers and client settings: ATTEST_KAFKA_BROKERS and ATTEST_KAFKA_PROPERTIES (eval "$(ops/stack env)").
         --json prints one object: {"rate", "fetchWaitMs", "bytes", "jobs", "lost", "p50Ms", "p99Ms",
         "toRelayedP50Ms", "toRelayedP99Ms", "producingP50Ms", "producingP99Ms", "tripP50Ms", "tripP99Ms"}.
@@ -102,7 +102,12 @@ struct RelayBenchmark: Subcommand {
         let producerProperties = client.filter { !KafkaProperties.consumerOnly.contains($0.key) }
         let prefix = options.topicPrefix ?? "bench.relay.\(String(UUID().uuidString.prefix(8)).lowercased())"
         let topics = (jobs: "\(prefix).jobs", relayed: "\(prefix).verdicts")
-        try KafkaAdmin(properties: producerProperties).createTopics([(topics.jobs, BenchRig.partitions), (topics.relayed, BenchRig.partitions)])
+        let admin = try KafkaAdmin(properties: producerProperties)
+        try admin.createTopics([(topics.jobs, BenchRig.partitions), (topics.relayed, BenchRig.partitions)])
+        // Runs last, after the clients below have closed: the test broker keeps every topic in memory.
+        defer {
+            do { try admin.deleteTopics([topics.jobs, topics.relayed]) } catch { note("could not delete the topics \(prefix).*: \(error)") }
+        }
         let reader = try VerdictCollector(properties: client, topic: topics.relayed, fetchWaitMs: options.fetchWaitMs)
         defer { reader.close() }
         let relay = try Relay(

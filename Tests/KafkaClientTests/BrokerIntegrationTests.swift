@@ -64,6 +64,7 @@ import Testing
             let settle = ContinuousClock.now.advanced(by: .milliseconds(500))
             while ContinuousClock.now < settle { observed.resumed += second.poll(max: 100, timeoutMs: 100) }
             second.close()
+            try admin.deleteTopics([topic])
             observed.errors = errors.all
             return observed
         }
@@ -84,5 +85,33 @@ import Testing
         #expect(observed.committed == expectedCommits)
         #expect(Set(observed.resumed.map { String(decoding: $0.value, as: UTF8.self) }) == Set((30..<35).map { "job-\($0)" }))
         #expect(observed.resumed.count == 5)
+    }
+
+    /// A deleted topic's records are gone (the same name created again holds only what comes after), and
+    /// deleting a topic that does not exist is no failure: the benchmarks delete their topics at the end.
+    @Test func deletedTopicsAreGoneAndDeletingAMissingOneIsNoFailure() async throws {
+        let base = try Self.brokerProperties()
+        let read = try await onOwnThread { () throws -> [String] in
+            let topic = uniqueName("kafkaclient-delete")
+            let admin = try KafkaAdmin(properties: base)
+            try admin.createTopics([(name: topic, partitions: 1)])
+            let producer = try KafkaProducer(properties: base.merging(["linger.ms": "1"]) { $1 })
+            defer { producer.close(timeoutMs: 10_000) }
+            _ = try produceAll(producer, topic: topic, [(key: nil, value: bytes("before"), headers: [])])
+            try admin.deleteTopics([topic])
+            try admin.deleteTopics([topic, uniqueName("kafkaclient-never")])
+            try admin.createTopics([(name: topic, partitions: 1)])
+            let marker = try produceAll(producer, topic: topic, [(key: nil, value: bytes("after"), headers: [])])
+            guard marker.first?.acknowledgement != nil else { throw ScenarioError(description: "the marker was not acknowledged: \(marker)") }
+            let consumer = try KafkaConsumer(
+                properties: consumerProperties(base["bootstrap.servers"]!, group: uniqueName("kafkaclient-delete"), sessionTimeoutMs: 6000)
+                    .merging(base) { $1 },
+                topics: [topic], delegate: nil)
+            defer { consumer.close() }
+            let received = try poll(consumer, for: "the marker") { $0.contains { $0.value == bytes("after") } }
+            try admin.deleteTopics([topic])
+            return received.map { String(decoding: $0.value, as: UTF8.self) }
+        }
+        #expect(read == ["after"])
     }
 }
