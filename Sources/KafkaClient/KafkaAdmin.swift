@@ -42,8 +42,10 @@ public final class KafkaAdmin: Sendable {
     /// A topic that does not exist is no failure. Throws the first other failure.
     public func deleteTopics(_ names: [String], timeoutMs: Int32 = 10_000) throws(KafkaError) {
         guard !names.isEmpty else { return }
+        // Function-scoped C objects, destroyed by the defer; nil only when librdkafka could not allocate one.
         var deletions: [OpaquePointer?] = names.map { rd_kafka_DeleteTopic_new($0) }
         defer { deletions.forEach { rd_kafka_DeleteTopic_destroy($0) } }
+        guard !deletions.contains(nil) else { throw KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, message: "DeleteTopics: no request object") }
         try request("DeleteTopics", RD_KAFKA_ADMIN_OP_DELETETOPICS, timeoutMs: timeoutMs, ignoring: RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
             send: { options, queue in rd_kafka_DeleteTopics(client.pointer, &deletions, deletions.count, options, queue) },
             results: { event, count in

@@ -113,10 +113,9 @@ final class BenchRig {
     private let anchors: (attestation: String, receipt: String, android: String)
     let connection: PGReconnectingConnection
     private(set) var live: Live?
-    /// The run's topics and the client that made them, which deletes them at `close` (the test broker keeps
-    /// every topic in memory, and slows with each one left).
-    private var admin: KafkaAdmin?
-    private var topicNames: [String] = []
+    /// The run's topics once created and the client that made them, which deletes them at `close` (the test
+    /// broker keeps every topic in memory, and slows with each one left).
+    private var created: (admin: KafkaAdmin, topics: [String])?
 
     init(options: Options) throws {
         self.options = options
@@ -152,11 +151,11 @@ final class BenchRig {
         let producerProperties = clientProperties.filter { !KafkaProperties.consumerOnly.contains($0.key) }
         let prefix = options.topicPrefix ?? "bench.\(runId)"
         let topics = (jobs: "\(prefix).jobs", verdicts: "\(prefix).verdicts", deadLetters: "\(prefix).dead")
-        admin = try KafkaAdmin(properties: producerProperties)
-        try admin?.createTopics([
+        let admin = try KafkaAdmin(properties: producerProperties)
+        try admin.createTopics([
             (topics.jobs, Self.partitions), (topics.verdicts, Self.partitions), (topics.deadLetters, 1),
         ])
-        topicNames = [topics.jobs, topics.verdicts, topics.deadLetters]
+        created = (admin, [topics.jobs, topics.verdicts, topics.deadLetters])
         let opsPort = try WorkerScrape.freeLoopbackPort()
         let live = Live(
             verdicts: try VerdictCollector(
@@ -185,8 +184,10 @@ final class BenchRig {
             live.verdicts.close()
             removeRows()
         }
-        do { try admin?.deleteTopics(topicNames) } catch {
-            FileHandle.standardError.write(Data("bench: could not delete the run's topics \(topicNames): \(error)\n".utf8))
+        if let created {
+            do { try created.admin.deleteTopics(created.topics) } catch {
+                FileHandle.standardError.write(Data("bench: could not delete the run's topics \(created.topics): \(error)\n".utf8))
+            }
         }
         if let workerLog = options.workerLog {
             let log = directory.appendingPathComponent("worker.log").path

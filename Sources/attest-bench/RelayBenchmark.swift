@@ -18,7 +18,9 @@ struct RelayBenchmark: Subcommand {
         consumer with the worker's fetch wait W ms (default 1) hands each record at once to a producer
         configured as the worker's verdict producer (idempotent, acks=all, linger.ms 0) onto PREFIX.verdicts,
         where the pipeline's verdict reader (fetch wait W too) reads it. Two trips through the broker, the
-        clients a worker needs and nothing between them. Reports p50 and p99 of job handed over → relayed
+        clients a worker needs and nothing between them (a record the relay's producer refuses or cannot
+        deliver is counted and reported apart, so a job not relayed is told from one the broker did not
+        serve). Reports p50 and p99 of job handed over → relayed
         record read, split as `pipeline` splits it: job → relayed (the record's create time), of it the
         job's own produce (until acknowledged), and the relayed record's trip to the reader. Topics are
         created fresh (default PREFIX bench.relay.<random>) and deleted at the end.
@@ -60,6 +62,8 @@ struct RelayBenchmark: Subcommand {
         let options: Options
         let jobs: Int
         let lost: Int
+        /// Records the relay read but its producer refused or could not deliver (within `lost`).
+        let refused: Int
         /// Job handed to the producer → relayed record read, ms, sorted.
         let latencies: [Double]
         let stages: LatencyStages
@@ -83,8 +87,8 @@ struct RelayBenchmark: Subcommand {
                     + String(format: "p50 %.1f ms, p99 %.1f ms", PipelineBenchmark.percentile(sorted, 0.50), PipelineBenchmark.percentile(sorted, 0.99))
             }
             return [
-                String(format: "%d jobs of %d bytes at %.0f jobs/s, fetch wait %d ms, %d not relayed", jobs, options.bytes, options.rate,
-                    options.fetchWaitMs, lost),
+                String(format: "%d jobs of %d bytes at %.0f jobs/s, fetch wait %d ms, %d not relayed (%d refused by the relay's producer)",
+                    jobs, options.bytes, options.rate, options.fetchWaitMs, lost, refused),
                 row("job → relayed record read", latencies),
                 row("  job → relayed (record's create time)", stages.toVerdictMs),
                 row("    of it, job produced (acknowledged)", stages.producingMs),
@@ -137,7 +141,9 @@ struct RelayBenchmark: Subcommand {
         let (latencies, stages) = try PacedProduction.run(paced, rate: options.rate, producer: producer, reader: reader) {
             lost = reader.wait(stallSeconds: 30)
         }
-        return Results(options: options, jobs: paced.count, lost: lost, latencies: latencies, stages: stages)
+        let refused = relay.refused
+        if refused > 0 { note("the relay's producer refused or could not deliver \(refused) records") }
+        return Results(options: options, jobs: paced.count, lost: lost, refused: refused, latencies: latencies, stages: stages)
     }
 
     /// The stand-in for a worker: each record read is produced again at once, its key as the `jobId` header
@@ -146,6 +152,7 @@ struct RelayBenchmark: Subcommand {
         private let consumer: KafkaConsumer
         private let producer: KafkaProducer
         private let stopping = Atomic<Bool>(false)
+        private let failures = Atomic<Int>(0)
         private let stopped = DispatchSemaphore(value: 0)
 
         init(consumer: [String: String], producer: [String: String], from: String, to: String) throws {
@@ -160,12 +167,20 @@ struct RelayBenchmark: Subcommand {
             while !stopping.load(ordering: .relaxed) {
                 for message in consumer.poll(max: 1000, timeoutMs: 50) {
                     let key = message.key ?? []
-                    // A full local queue cannot happen at these rates; a failure shows as a job not relayed.
-                    try? producer.produce(topic: topic, key: key, value: message.value, headers: [("jobId", key)]) { _ in }
+                    do {
+                        try producer.produce(topic: topic, key: key, value: message.value, headers: [("jobId", key)]) { [self] result in
+                            if case .failure = result { failures.add(1, ordering: .relaxed) }
+                        }
+                    } catch {
+                        failures.add(1, ordering: .relaxed)
+                    }
                 }
             }
             stopped.signal()
         }
+
+        /// Records refused by the producer or not delivered, so far.
+        var refused: Int { failures.load(ordering: .relaxed) }
 
         func close() {
             stopping.store(true, ordering: .relaxed)

@@ -28,7 +28,7 @@ import Testing
 
     @Test func theJSONHasTheMembersItsHelpNames() throws {
         let results = RelayBenchmark.Results(
-            options: try Self.options(["--rate", "300"]), jobs: 3, lost: 1, latencies: [4.25, 5.0, 9.96],
+            options: try Self.options(["--rate", "300"]), jobs: 3, lost: 1, refused: 0, latencies: [4.25, 5.0, 9.96],
             stages: LatencyStages([
                 .init(sentMs: 0, acknowledgedMs: 1, createdMs: 3, readMs: 5),
                 .init(sentMs: 0, acknowledgedMs: 2, createdMs: 4, readMs: 9),
