@@ -80,7 +80,12 @@ final class StoreTransaction: BatchTransaction {
         var pipeline = PGPipeline()
         let writes = DecisionWrites(decisions, into: &pipeline)
         pipeline.append(PGCommit())
-        let results = try timed { () throws(PGError) in try connection.pipeline(pipeline) }
+        let results: PGPipeline.Results
+        do throws(PGError) {
+            results = try timed { () throws(PGError) in try connection.pipeline(pipeline) }
+        } catch where error.isVerdictKeyConflict {
+            throw .movedUnderLocks
+        }
         committed = true
         return writes.outcomes(results)
     }
@@ -134,5 +139,19 @@ struct DecisionWrites {
             for (decision, written) in zip(others, results[rest]) { stored[decision] = written }
         }
         return (stored, crossings.map { results[$0] } ?? [])
+    }
+}
+
+extension PGError {
+    /// A batch met a jobId or counter that a writer taking no lock moved after its gather: transient, so
+    /// the batch runs again whole, and what that writer stored answers then.
+    public static let movedUnderLocks = PGError(code: .client, message: "a jobId or counter moved under the batch's locks")
+
+    /// A unique violation of a verdicts partition's key (`verdicts_…_pkey`, as partitions made by the
+    /// worker and by migration 0011 are named): a verdict of the same jobId and partition time was stored
+    /// after the gather found none.
+    var isVerdictKeyConflict: Bool {
+        guard sqlState == "23505", let constraint else { return false }
+        return constraint.hasPrefix("verdicts") && constraint.hasSuffix("_pkey")
     }
 }

@@ -59,18 +59,23 @@ import Testing
         #expect(try db.count("SELECT count(*) FROM devices") == 1)
     }
 
-    @Test func theCommitLocksItsJobIdsInKeyOrderWhateverTheBatchOrder() throws {
+    @Test func theCommitLocksItsJobIdsInTheLocksKeyOrderWhateverTheBatchOrder() throws {
         let db = try R.Schema()
         let day = Timestamp(seconds: 1_796_083_200)
         _ = try db.connection.execute(PartitionsTable.Create(table: "verdicts", lower: day, upper: day.adding(seconds: 86_400)))
         let name = "joblocks-\(db.name)"
         let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url, applicationName: name))
-        // Advisory locks are the database's, not the schema's: jobIds of this test only.
-        let jobs = (0..<4).map { "\(db.name)-k\($0)" }
+        // Advisory locks are the database's, not the schema's: jobIds of this test only, in their locks' order.
+        let named = (0..<4).map { "\(db.name)-k\($0)" }
+        let ordered = try db.connection.execute(
+            "SELECT j FROM unnest($1::text[]) AS j ORDER BY hashtextextended($2 || '/' || $3 || '/' || j, 0)",
+            [.array(.text(named)), .text(R.app.teamId), .text(R.app.bundleId)])
+        let jobs = (0..<named.count).compactMap { ordered.string($0, 0) }
+        #expect(Set(jobs) == Set(named))
         let locks = { (c: PGConnection, jobs: [String]) throws(PGError) in
             try c.execute(VerdictsTable.BatchLocks(jobs: jobs.map { ScopedJobId(app: R.app, jobId: $0) }, keyIds: []))
         }
-        // Another session holds the lowest jobId; the batch lists it last.
+        // Another session holds the first lock the batch takes; the batch lists its jobId last.
         let holder = try PGConnection(conninfo: db.url)
         try holder.execute("BEGIN")
         try locks(holder, [jobs[0]])
@@ -83,5 +88,38 @@ import Testing
         try db.admin.execute("ROLLBACK")
         try holder.execute("ROLLBACK")
         #expect(outcomes() == Array(repeating: .stored, count: jobs.count))
+    }
+
+    /// The verdict inserts have no ON CONFLICT guard: a verdict of the batch's jobId that a writer taking
+    /// no lock stores in the same partition between the gather and the settle fails the settle on the
+    /// partition's key, and the batch runs again whole and finds it, on both write paths.
+    @Test func aVerdictStoredWithoutTheLocksBetweenGatherAndSettleRunsTheBatchAgain() throws {
+        let db = try R.Schema()
+        let day = Timestamp(seconds: 1_796_083_200)
+        _ = try db.connection.execute(PartitionsTable.Create(table: "verdicts", lower: day, upper: day.adding(seconds: 86_400)))
+        var attested = ScopedVerdictStoreTests.attested("j2", R.app, digest: 1, key: 0xa)
+        attested.partitionAt = day
+        for decision in [R.decision("j1", at: day), attested] {
+            let job = ScopedJobId(app: decision.app, jobId: decision.jobId)
+            let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
+            let lockless = try PGConnection(conninfo: db.url)
+            var runs = 0
+            let found = try store.batch { tx throws(PGError) in
+                runs += 1
+                let stored = try tx.gather(GatherRequest(jobs: [job], keyIds: [])).verdicts[job]
+                if runs == 1 {
+                    var other = decision
+                    other.jobDigest = [UInt8](repeating: 9, count: 32)
+                    other.change = .none
+                    _ = try lockless.execute(VerdictsTable.Decisions([other]))
+                }
+                _ = try tx.settle(stored == nil ? [decision] : [])
+                return stored
+            }
+            #expect(runs == 2)
+            #expect(found?.jobDigest == [UInt8](repeating: 9, count: 32))
+            #expect(try db.count("SELECT count(*) FROM verdicts WHERE job_id = '\(decision.jobId)'") == 1)
+        }
+        #expect(try db.count("SELECT count(*) FROM devices") == 0)
     }
 }

@@ -33,30 +33,32 @@ enum VerdictsTable {
     }
 
     /// A batch's first statement after `BEGIN`: transaction-scoped advisory locks on each of its jobIds and
-    /// keys, taken in one sorted order (a volatile select list is evaluated after the sort), so two batches
-    /// sharing jobIds or keys wait for each other instead of deadlocking. The jobId locks keep one verdict
-    /// per jobId across partitions (migration 0013): a batch that takes one another holds waits for that
-    /// one to commit, and its reads, each on a snapshot of its own, see the verdict it stored. The key
-    /// locks keep a device's counter and assertion count as the batch read them until it settles. A jobId's
-    /// lock is `team/bundle/jobId`, as 0.8.0 took it at its commit, so the two wait for each other during
-    /// an upgrade; a key's is `key/` and its hex.
+    /// keys, taken in the order of the locks' own 64-bit keys (a volatile select list is evaluated after
+    /// the sort), so two batches sharing jobIds or keys wait for each other instead of deadlocking. Sorting
+    /// the integers, not the texts they hash, spares the collation's comparisons; a name listed twice takes
+    /// its lock twice, which a session holding it is granted at once. The jobId locks keep one verdict per
+    /// jobId across partitions (migration 0013): a batch that takes one another holds waits for that one to
+    /// commit, and its reads, each on a snapshot of its own, see the verdict it stored. The key locks keep a
+    /// device's counter and assertion count as the batch read them until it settles. A jobId's lock is
+    /// `team/bundle/jobId`, as 0.8.0 took it at its commit, so the two wait for each other during an
+    /// upgrade; a key's is `key/` and its hex.
     struct BatchLocks: PGCommandStatement {
         let jobs: [ScopedJobId]
         let keyIds: [[UInt8]]
 
         var query: PGQuery {
             """
-            SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
-            FROM (SELECT t || '/' || b || '/' || j
+            SELECT pg_advisory_xact_lock(k)
+            FROM (SELECT hashtextextended(t || '/' || b || '/' || j, 0)
                     FROM unnest(\(jobs.map(\.app.teamId))::text[], \(jobs.map(\.app.bundleId))::text[], \(jobs.map(\.jobId))::text[]) AS x(t, b, j)
-                UNION SELECT 'key/' || encode(k, 'hex') FROM unnest(\(keyIds)::bytea[]) AS y(k)) AS locks(k)
+                UNION ALL SELECT hashtextextended('key/' || encode(k, 'hex'), 0) FROM unnest(\(keyIds)::bytea[]) AS y(k)) AS locks(k)
             ORDER BY k
             """
         }
     }
 
     /// What a write statement says of one decision: stored, or not (its key's counter had moved, which only
-    /// a writer that takes no key lock can do; or its jobId was inserted by a writer that takes no jobId lock).
+    /// a writer that takes no key lock can do).
     struct Written: PGRowDecodable {
         let stored: Bool
 
@@ -91,8 +93,11 @@ enum VerdictsTable {
     /// because one statement cannot change a row twice: a batch attesting a key twice writes its
     /// attestations in rounds, one statement each (``DecisionWrites``). The batch's gather found no
     /// verdict for these jobIds in any partition after taking their locks (``BatchLocks``), and no other
-    /// worker stores them before this commits, so nothing here probes `verdicts` again; ON CONFLICT (its
-    /// own partition only) is the last guard. A device the attestation names keeps that id; one it does
+    /// worker stores them before this commits, so nothing here probes `verdicts` again, and no ON CONFLICT
+    /// clause guards the insert (its speculative insertion, a second probe of the key and a second WAL
+    /// record, cost more than half again a plain insert): a writer that takes no lock and stored one of
+    /// these jobIds in the same partition meanwhile makes the insert fail on the partition's key, and the
+    /// settle runs the batch again (``StoreTransaction/settle(_:)``). A device the attestation names keeps that id; one it does
     /// not name keeps its stored id, or gets a new UUID: the two are separate inserts because an upsert's
     /// update sees only the row it proposed, not whether the id in it was given.
     struct Attestations: PGStatement {
@@ -115,9 +120,8 @@ enum VerdictsTable {
                     AS x(i, \(unescaped: verdictColumns), dkey, pub, env, receipt, did, fp, subject, model, os, appv, build, platform)),
             v AS (
                 \(unescaped: insertVerdict)
-                SELECT \(unescaped: verdictColumns)
-                FROM x ORDER BY team, bundle, job
-                ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING team_id, bundle_id, job_id),
+                SELECT \(unescaped: verdictColumns) FROM x
+                RETURNING team_id, bundle_id, job_id),
             s AS (SELECT x.* FROM x JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job),
             named AS (\(unescaped: upsertDevices(deviceId: "did", where: "did IS NOT NULL", keep: "device_id = EXCLUDED.device_id,"))),
             unnamed AS (\(unescaped: upsertDevices(deviceId: "gen_random_uuid()::text", where: "did IS NULL", keep: "")))
@@ -165,9 +169,11 @@ enum VerdictsTable {
     /// what applying them one by one would do. When it is not (a writer that took no key lock moved it), none of
     /// the key's assertions is stored (the worker's batch then runs again whole). The condition is in the
     /// UPDATE itself, so a concurrent writer's change is re-checked under the row lock, and the rows are
-    /// locked in key order first (`locked`) so that two batches cannot deadlock on them; verdicts are
-    /// inserted in jobId order for the same reason. Nothing probes `verdicts` (every partition) for the
-    /// jobIds again: the gather did, under their locks (``Attestations`` says why that suffices).
+    /// locked in key order first (`locked`) so that two batches cannot deadlock on them. Verdicts need no
+    /// order: a unique index makes two inserts wait for each other only on one key, and two batches never
+    /// insert one jobId at once under its lock. Nothing probes `verdicts` (every partition) for the jobIds
+    /// again: the gather did, under their locks (``Attestations`` says why that suffices, and what a
+    /// verdict stored meanwhile by a writer that takes no lock does).
     struct Decisions: PGStatement {
         let decisions: [Decision]
 
@@ -207,8 +213,7 @@ enum VerdictsTable {
                 \(unescaped: insertVerdict)
                 SELECT \(unescaped: verdictColumns)
                 FROM x WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
-                ORDER BY team, bundle, job
-                ON CONFLICT (team_id, bundle_id, job_id, partition_at) DO NOTHING RETURNING team_id, bundle_id, job_id)
+                RETURNING team_id, bundle_id, job_id)
             SELECT x.i AS decision, v.job_id IS NOT NULL AS stored
             FROM x LEFT JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job
             ORDER BY x.i

@@ -166,9 +166,7 @@ public final class BatchProcessor: Sendable {
             let (stored, crossings) = try timings.timed(\.storing) { () throws(PGError) in try tx.settle(decided.map(\.decision)) }
             // Under the batch's locks no other writer stores its jobIds or moves its counters; were one to (a
             // session that takes no lock), the batch is run again whole: what that one stored answers then.
-            guard stored.allSatisfy({ $0 }) else {
-                throw PGError(code: .client, message: "a jobId or counter moved under the batch's locks", isConnectionLost: false)
-            }
+            guard stored.allSatisfy({ $0 }) else { throw .movedUnderLocks }
             return (previous: previous, decided: decided, crossings: crossings)
         }
         report(outcomes.crossings)
