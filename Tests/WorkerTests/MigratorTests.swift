@@ -24,4 +24,22 @@ import Worker
         #expect(error?.message.contains("applied as 0001_first.sql") == true)
         #expect(try connection.execute("SELECT to_regclass('other') IS NULL").bool(0, 0) == true)
     }
+
+    /// Migration 0017: a receipt past the TOAST threshold is stored out of line as it came, no compression
+    /// tried, and reads back unchanged.
+    @Test func aReceiptIsStoredUncompressedAndReadsBackUnchanged() throws {
+        let db = try PartitionRetentionStoreTests.Schema()
+        #expect(try db.connection.execute(
+            "SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'devices'::regclass AND attname = 'receipt'").string(0, 0) == "e")
+        // Compressible bytes, which the default storage would have compressed.
+        let receipt = [UInt8](repeating: 0x30, count: 8_000)
+        _ = try db.connection.execute(
+            """
+            INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, attested_at, last_seen_at)
+            VALUES ($1, 'TEAM123456', 'com.example.a', $2, 'production', $3, 'd1', now(), now())
+            """, [.bytes([UInt8](repeating: 1, count: 32)), .bytes([0x04] + [UInt8](repeating: 2, count: 64)), .bytes(receipt)])
+        let row = try db.connection.execute("SELECT pg_column_size(receipt), receipt FROM devices")
+        #expect(row.int(0, 0) == 8_000)
+        #expect(row.bytes(0, 1) == receipt)
+    }
 }
