@@ -13,7 +13,7 @@ enum AndroidJobs {
     static let signer = Digest.sha256.hash(Array("attest-worker integration tests' signing certificate".utf8))
 
     static let anchorFile: String = {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("attest-itest-android-root-\(getpid()).pem").path
+        let path = TestFiles.directory.appendingPathComponent("android-root.pem").path
         try! pki.rootPEM.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }()

@@ -19,6 +19,17 @@ func eventually(seconds: Double, _ condition: () throws -> Bool) rethrows -> Boo
     return try condition()
 }
 
+/// Files the workers under test read (their trust anchors), in one folder of this test process that is
+/// removed when the process exits, so test runs leave nothing behind in the temporary folder.
+enum TestFiles {
+    static let directory: URL = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-itest-\(getpid())")
+        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: TestFiles.directory) }
+        return directory
+    }()
+}
+
 /// A test PKI whose roots the workers under test trust, and job minting for many devices.
 enum Jobs {
     static let pki = try! TestPKI.generate(
@@ -27,10 +38,8 @@ enum Jobs {
 
     /// The roots as PEM files for ATTEST_TRUST_ANCHORS / ATTEST_RECEIPT_TRUST_ANCHORS.
     static let anchorFiles: (attestation: String, receipt: String) = {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-itest-\(getpid())")
-        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let attestation = directory.appendingPathComponent("attestation-root.pem").path
-        let receipt = directory.appendingPathComponent("receipt-root.pem").path
+        let attestation = TestFiles.directory.appendingPathComponent("attestation-root.pem").path
+        let receipt = TestFiles.directory.appendingPathComponent("receipt-root.pem").path
         try! pki.attestationRootPEM.write(toFile: attestation, atomically: true, encoding: .utf8)
         try! pki.receiptRootPEM.write(toFile: receipt, atomically: true, encoding: .utf8)
         return (attestation, receipt)
