@@ -144,9 +144,10 @@ extension LiveStack {
     /// neighbours stored as usual. Each is local to the test's schema, so it runs in a lane.
     @Suite struct HardeningDatabaseTests {
         /// Guarantee: a deadlock victim (40P01) is retried, not dead-lettered. A test session holds the second
-        /// of a batch's verdict rows, waits until the worker's batch holds the first and waits for the second,
-        /// then asks for the first: PostgreSQL aborts the worker's transaction (the test session's
-        /// deadlock_timeout is longer), and the worker stores both jobs once the test session lets go.
+        /// of a batch's jobId locks in the order the batch takes them (their keys'), waits until the worker's
+        /// batch holds the first and waits for the second, then asks for the first: PostgreSQL aborts the
+        /// worker's transaction (the test session's deadlock_timeout is longer), and the worker stores both
+        /// jobs once the test session lets go.
         @Test func aDeadlockVictimIsRetriedNotDeadLettered() throws {
             let topics = try Stack.topics("deadlock", partitions: 1)
             let worker = try WorkerProcess(topics: topics, group: "g-\(UUID().uuidString)")
@@ -158,9 +159,9 @@ extension LiveStack {
             while try worker.retries("40") == 0, rounds < 4 {
                 rounds += 1
                 let id = UUID().uuidString.prefix(8).lowercased()
-                let (first, second) = ("dl-\(id)-a", "dl-\(id)-b")
-                jobIds += [first, second]
                 let admin = try DatabaseFaults.admin()
+                let (first, second) = try DatabaseFaults.inLockOrder("dl-\(id)-a", "dl-\(id)-b", admin)
+                jobIds += [first, second]
                 try admin.execute("SET deadlock_timeout = '30s'")
                 try admin.execute("BEGIN")
                 try DatabaseFaults.holdVerdict(second, admin)
@@ -285,7 +286,7 @@ enum DatabaseFaults {
 
     /// Inserts a verdict row for `jobId` in the admin's open transaction: a worker writing that jobId waits.
     static func holdVerdict(_ jobId: String, _ admin: PGConnection) throws {
-        // Under the jobId's lock, as the worker's commit takes it (VerdictsTable.JobLocks, migration 0013).
+        // Under the jobId's lock, as a batch takes it (VerdictsTable.BatchLocks, migration 0013).
         try admin.execute("SELECT pg_advisory_xact_lock(hashtextextended('//' || $1, 0))", [.text(jobId)])
         try admin.execute(
             // The scope of a job naming no valid app (``invalidJob``'s): the row the worker's insert waits for.
@@ -294,6 +295,13 @@ enum DatabaseFaults {
             ON CONFLICT DO NOTHING
             """,
             [.text(jobId)])
+    }
+
+    /// The two jobIds (of ``invalidJob``'s scope) in the order a batch takes their locks: their keys'.
+    static func inLockOrder(_ a: String, _ b: String, _ admin: PGConnection) throws -> (String, String) {
+        let rows = try admin.execute("SELECT hashtextextended('//' || $1, 0) < hashtextextended('//' || $2, 0)", [.text(a), .text(b)])
+        let ordered = try #require(rows.bool(0, 0) as Bool?)
+        return ordered ? (a, b) : (b, a)
     }
 
     /// Waits until a worker session waits for a lock `admin` holds (not any lock: another lane's tests hold
