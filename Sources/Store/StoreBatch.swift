@@ -110,18 +110,17 @@ final class StoreTransaction: BatchTransaction {
 /// is retried.
 struct DecisionWrites {
     private let count: Int
-    private let attestations: [(decisions: [Int], result: PGPipeline.Handle<[Bool]>)]
+    private let attested: [Int]
     private let others: [Int]
     private let rest: PGPipeline.Handle<[Bool]>?
     private let crossings: PGPipeline.Handle<[QuotaCrossing]>?
 
     init(_ decisions: [Decision], into pipeline: inout PGPipeline) {
         count = decisions.count
-        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }
-        let rounds = writeRounds(attested) { decisions[$0].attestedDevice!.keyId }
+        attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }
         others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
-        attestations = rounds.map { round in
-            (decisions: round, result: pipeline.append(VerdictsTable.Attestations(round.map { decisions[$0] })))
+        for round in writeRounds(attested, row: { decisions[$0].attestedDevice!.keyId }) {
+            pipeline.append(VerdictsTable.Attestations(round.map { decisions[$0] }))
         }
         rest = others.isEmpty ? nil : pipeline.append(VerdictsTable.Decisions(others.map { decisions[$0] }))
         crossings = IntelligenceWrites.append(decisions, to: &pipeline)
@@ -130,11 +129,10 @@ struct DecisionWrites {
     /// Whether each decision was stored (not: a counter conflict, see ``VerdictsTable/Decisions``) and the
     /// quota thresholds the batch's newly counted devices crossed.
     func outcomes(_ results: PGPipeline.Results) -> (stored: [Bool], crossings: [QuotaCrossing]) {
-        // Every decision is an attestation or one of the others, so each placeholder is overwritten.
+        // Every decision is an attestation or one of the others, so each placeholder is overwritten; an
+        // attestation's statement stores every verdict it is given or fails.
         var stored = [Bool](repeating: false, count: count)
-        for round in attestations {
-            for (decision, written) in zip(round.decisions, results[round.result]) { stored[decision] = written }
-        }
+        for decision in attested { stored[decision] = true }
         if let rest {
             for (decision, written) in zip(others, results[rest]) { stored[decision] = written }
         }

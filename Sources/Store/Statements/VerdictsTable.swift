@@ -57,14 +57,6 @@ enum VerdictsTable {
         }
     }
 
-    /// What a write statement says of one decision: stored, or not (its key's counter had moved, which only
-    /// a writer that takes no key lock can do).
-    struct Written: PGRowDecodable {
-        let stored: Bool
-
-        init(row: PGRow) throws(PGError) { stored = try row.decode("stored") }
-    }
-
     /// The unnest arguments of a write statement's `x`: each decision's position, then its verdict's
     /// values in the order of ``verdictColumns``.
     private static func verdictArrays(_ decisions: [Decision]) -> PGQuery {
@@ -87,9 +79,9 @@ enum VerdictsTable {
             decided_at, source_topic, source_partition, source_offset, job_sha256, partition_at)
         """
 
-    /// Accepted attestations of distinct keys, in one statement: their verdicts and, for each verdict
-    /// stored, its device (inserted, or refreshed on re-attestation of the same key; the counter never
-    /// moves back). One row per decision, in the order given (``Positioned``). Keys must be distinct
+    /// Accepted attestations of distinct keys, in one statement: their verdicts and their devices (inserted,
+    /// or refreshed on re-attestation of the same key; the counter never moves back). Every verdict is
+    /// stored or the statement fails, so it returns no rows. Keys must be distinct
     /// because one statement cannot change a row twice: a batch attesting a key twice writes its
     /// attestations in rounds, one statement each (``DecisionWrites``). The batch's gather found no
     /// verdict for these jobIds in any partition after taking their locks (``BatchLocks``), and no other
@@ -97,14 +89,14 @@ enum VerdictsTable {
     /// clause guards the insert (its speculative insertion, a second probe of the key and a second WAL
     /// record, cost more than half again a plain insert): a writer that takes no lock and stored one of
     /// these jobIds in the same partition meanwhile makes the insert fail on the partition's key, and the
-    /// settle runs the batch again (``StoreTransaction/settle(_:)``). A device the attestation names keeps that id; one it does
-    /// not name keeps its stored id, or gets a new UUID: the two are separate inserts because an upsert's
-    /// update sees only the row it proposed, not whether the id in it was given.
-    struct Attestations: PGStatement {
+    /// settle runs the batch again (``StoreTransaction/settle(_:)``). A device the attestation names keeps
+    /// that id; one it does not name keeps its stored id, or gets a new UUID: the two are separate inserts
+    /// because an upsert's update sees only the row it proposed, not whether the id in it was given.
+    struct Attestations: PGCommandStatement {
         let decisions: [Decision]
 
         /// - Precondition: every decision is an accepted attestation (`attestedDevice` is set), of distinct keys
-        ///   and distinct jobIds (a row answers its decision by jobId).
+        ///   and distinct jobIds.
         init(_ decisions: [Decision]) { self.decisions = decisions }
 
         var query: PGQuery {
@@ -118,27 +110,20 @@ enum VerdictsTable {
                     \(metadata("subjectId"))::text[], \(metadata("deviceModel"))::text[], \(metadata("osVersion"))::text[],
                     \(metadata("appVersion"))::text[], \(metadata("appBuildNumber"))::text[], \(metadata("platform"))::text[])
                     AS x(i, \(unescaped: verdictColumns), dkey, pub, env, receipt, did, fp, subject, model, os, appv, build, platform)),
-            v AS (
-                \(unescaped: insertVerdict)
-                SELECT \(unescaped: verdictColumns) FROM x
-                RETURNING team_id, bundle_id, job_id),
-            s AS (SELECT x.* FROM x JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job),
-            named AS (\(unescaped: upsertDevices(deviceId: "did", where: "did IS NOT NULL", keep: "device_id = EXCLUDED.device_id,"))),
-            unnamed AS (\(unescaped: upsertDevices(deviceId: "gen_random_uuid()::text", where: "did IS NULL", keep: "")))
-            SELECT x.i AS decision, v.job_id IS NOT NULL AS stored
-            FROM x LEFT JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job
-            ORDER BY x.i
+            v AS (\(unescaped: insertVerdict) SELECT \(unescaped: verdictColumns) FROM x),
+            named AS (\(unescaped: upsertDevices(deviceId: "did", where: "did IS NOT NULL", keep: "device_id = EXCLUDED.device_id,")))
+            \(unescaped: upsertDevices(deviceId: "gen_random_uuid()::text", where: "did IS NULL", keep: ""))
             """
         }
 
-        /// The devices of the stored attestations in `s` that `where` selects, in key order, with `deviceId`
-        /// as a new row's id and `keep` setting (or not) an existing row's.
+        /// The devices of the attestations in `x` that `where` selects, in key order, with `deviceId` as a
+        /// new row's id and `keep` setting (or not) an existing row's.
         private func upsertDevices(deviceId: String, where condition: String, keep: String) -> String {
             """
             INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, fingerprint,
                 subject_id, device_model, os_version, app_version, app_build_number, platform, attested_at, last_seen_at)
             SELECT dkey, team, bundle, pub, env, receipt, \(deviceId), fp, subject, model, os, appv, build, platform, received, received
-            FROM s WHERE \(condition) ORDER BY dkey
+            FROM x WHERE \(condition) ORDER BY dkey
             ON CONFLICT (key_id) DO UPDATE SET public_key = EXCLUDED.public_key, environment = EXCLUDED.environment,
                 receipt = EXCLUDED.receipt, \(keep)
                 fingerprint = coalesce(EXCLUDED.fingerprint, devices.fingerprint),
@@ -152,17 +137,12 @@ enum VerdictsTable {
                 last_seen_at = greatest(devices.last_seen_at, EXCLUDED.last_seen_at)
             """
         }
-
-        typealias Row = Positioned
-        typealias Result = [Bool]
-
-        func result(_ rows: PGDecodedRows<Positioned>) throws(PGError) -> [Bool] { try Positioned.inOrder(rows, count: decisions.count) }
     }
 
     /// Every decision that is not an accepted attestation, in one statement: the verdicts, for accepted
     /// assertions the counter's compare-and-set per key, and for accepted Android assertions (no counter)
-    /// the device's count and last use. One row per decision, in the order given (`decision` is its
-    /// position there).
+    /// the device's count and last use. It returns the positions, in the order given, of the decisions it
+    /// did not store (``Unstored``): none, unless a key's counter had moved.
     ///
     /// A key's accepted assertions in a batch were decided in order, each above the one before, so the
     /// key's counter moves to the highest of them when the stored counter is below the lowest, which is
@@ -212,39 +192,37 @@ enum VerdictsTable {
             v AS (
                 \(unescaped: insertVerdict)
                 SELECT \(unescaped: verdictColumns)
-                FROM x WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
-                RETURNING team_id, bundle_id, job_id)
-            SELECT x.i AS decision, v.job_id IS NOT NULL AS stored
-            FROM x LEFT JOIN v ON v.team_id = x.team AND v.bundle_id = x.bundle AND v.job_id = x.job
-            ORDER BY x.i
+                FROM x WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d))
+            SELECT i AS decision FROM x WHERE dkey IS NOT NULL AND dkey NOT IN (SELECT key_id FROM d) ORDER BY i
             """
         }
 
-        typealias Row = Positioned
+        typealias Row = Unstored
         typealias Result = [Bool]
 
-        func result(_ rows: PGDecodedRows<Positioned>) throws(PGError) -> [Bool] { try Positioned.inOrder(rows, count: decisions.count) }
+        func result(_ rows: PGDecodedRows<Unstored>) throws(PGError) -> [Bool] { try Unstored.stored(rows, count: decisions.count) }
     }
 
-    /// One row of a write statement that answers once per decision: its position in the statement's
-    /// input, and whether it was stored.
-    struct Positioned: PGRowDecodable {
+    /// A decision ``Decisions`` did not store (its key's counter had moved, which only a writer that takes
+    /// no key lock can do): its position in the statement's input.
+    struct Unstored: PGRowDecodable {
         let decision: Int
-        let written: Written
 
-        init(row: PGRow) throws(PGError) {
-            decision = try row.decode("decision")
-            written = try Written(row: row)
-        }
+        init(row: PGRow) throws(PGError) { decision = try row.decode("decision") }
 
-        /// Whether each of `count` decisions was stored, in input order.
-        /// - Throws: `.unexpectedRowCount` unless the rows answer each decision once, in order.
-        static func inOrder(_ rows: PGDecodedRows<Positioned>, count: Int) throws(PGError) -> [Bool] {
-            let rows = try rows.exactly(count)
-            for (position, row) in rows.enumerated() where row.decision != position {
-                throw PGError(code: .unexpectedRowCount, message: "row \(position) answers decision \(row.decision)")
+        /// Whether each of `count` decisions was stored: all but those the rows name.
+        /// - Throws: `.unexpectedRowCount` unless the rows name positions below `count`, each once, in order.
+        static func stored(_ rows: PGDecodedRows<Unstored>, count: Int) throws(PGError) -> [Bool] {
+            var stored = [Bool](repeating: true, count: count)
+            var previous = -1
+            for row in rows.rows {
+                guard row.decision > previous, row.decision < count else {
+                    throw PGError(code: .unexpectedRowCount, message: "a row names decision \(row.decision) of \(count) after \(previous)")
+                }
+                stored[row.decision] = false
+                previous = row.decision
             }
-            return rows.map(\.written.stored)
+            return stored
         }
     }
 }
