@@ -110,14 +110,13 @@ final class StoreTransaction: BatchTransaction {
 /// is retried.
 struct DecisionWrites {
     private let count: Int
-    private let attested: [Int]
     private let others: [Int]
-    private let rest: PGPipeline.Handle<[Bool]>?
+    private let rest: PGPipeline.Handle<[Int]>?
     private let crossings: PGPipeline.Handle<[QuotaCrossing]>?
 
     init(_ decisions: [Decision], into pipeline: inout PGPipeline) {
         count = decisions.count
-        attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }
+        let attested = decisions.indices.filter { decisions[$0].attestedDevice != nil }
         others = decisions.indices.filter { decisions[$0].attestedDevice == nil }
         for round in writeRounds(attested, row: { decisions[$0].attestedDevice!.keyId }) {
             pipeline.append(VerdictsTable.Attestations(round.map { decisions[$0] }))
@@ -129,13 +128,9 @@ struct DecisionWrites {
     /// Whether each decision was stored (not: a counter conflict, see ``VerdictsTable/Decisions``) and the
     /// quota thresholds the batch's newly counted devices crossed.
     func outcomes(_ results: PGPipeline.Results) -> (stored: [Bool], crossings: [QuotaCrossing]) {
-        // Every decision is an attestation or one of the others, so each placeholder is overwritten; an
-        // attestation's statement stores every verdict it is given or fails.
-        var stored = [Bool](repeating: false, count: count)
-        for decision in attested { stored[decision] = true }
-        if let rest {
-            for (decision, written) in zip(others, results[rest]) { stored[decision] = written }
-        }
+        // A statement that ran stored every verdict it was given but the assertions it names.
+        var stored = [Bool](repeating: true, count: count)
+        for position in rest.map({ results[$0] }) ?? [] { stored[others[position]] = false }
         return (stored, crossings.map { results[$0] } ?? [])
     }
 }

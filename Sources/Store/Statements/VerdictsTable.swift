@@ -198,9 +198,9 @@ enum VerdictsTable {
         }
 
         typealias Row = Unstored
-        typealias Result = [Bool]
+        typealias Result = [Int]
 
-        func result(_ rows: PGDecodedRows<Unstored>) throws(PGError) -> [Bool] { try Unstored.stored(rows, count: decisions.count) }
+        func result(_ rows: PGDecodedRows<Unstored>) throws(PGError) -> [Int] { try Unstored.positions(rows, count: decisions.count) }
     }
 
     /// A decision ``Decisions`` did not store (its key's counter had moved, which only a writer that takes
@@ -210,19 +210,17 @@ enum VerdictsTable {
 
         init(row: PGRow) throws(PGError) { decision = try row.decode("decision") }
 
-        /// Whether each of `count` decisions was stored: all but those the rows name.
+        /// The positions the rows name, among `count` decisions.
         /// - Throws: `.unexpectedRowCount` unless the rows name positions below `count`, each once, in order.
-        static func stored(_ rows: PGDecodedRows<Unstored>, count: Int) throws(PGError) -> [Bool] {
-            var stored = [Bool](repeating: true, count: count)
+        static func positions(_ rows: PGDecodedRows<Unstored>, count: Int) throws(PGError) -> [Int] {
             var previous = -1
             for row in rows.rows {
                 guard row.decision > previous, row.decision < count else {
                     throw PGError(code: .unexpectedRowCount, message: "a row names decision \(row.decision) of \(count) after \(previous)")
                 }
-                stored[row.decision] = false
                 previous = row.decision
             }
-            return stored
+            return rows.rows.map(\.decision)
         }
     }
 }
