@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "WorkerTests",
             dependencies: ["AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestMint", "AttestTokens", "DeviceIntelligence",
-                "Worker", "Store", "KafkaClient", "Lifecycle", "PostgresClient", "Observability"]
+                "Worker", "Store", "KafkaClient", "Lifecycle", "PostgresClient", "Observability", "ConcurrentMap"]
         ),
         .testTarget(
             name: "AttestVerifierTests",

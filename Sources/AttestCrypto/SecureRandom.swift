@@ -1,3 +1,4 @@
+import AttestCore
 internal import COpenSSL
 
 /// Bytes from OpenSSL's CSPRNG (`RAND_bytes`), for values an attacker must not predict: challenges,
@@ -13,5 +14,16 @@ public enum SecureRandom {
         var bytes = [UInt8](repeating: 0, count: count)
         guard RAND_bytes(&bytes, Int32(count)) == 1 else { throw Failure() }
         return bytes
+    }
+
+    /// A random (version 4) UUID in its lowercase text form. Foundation's `UUID()` opens and reads
+    /// `/dev/urandom` for each one; OpenSSL's generator makes one without a system call.
+    public static func uuid() throws(Failure) -> String {
+        var bytes = try self.bytes(16)
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = Hex.encode(bytes)
+        let cuts = [0, 8, 12, 16, 20, 32].map { hex.index(hex.startIndex, offsetBy: $0) }
+        return zip(cuts, cuts.dropFirst()).map { hex[$0..<$1] }.joined(separator: "-")
     }
 }

@@ -5,8 +5,14 @@ import Synchronization
 /// cost, so a fixed split would leave threads idle), results in index order: the batch's decide across key
 /// groups (an attestation costs several assertions) and the benchmarks' minting and in-process verification
 /// both run on it. The first error thrown stops every thread at its next index and is rethrown; a body that
-/// cannot throw needs no `try`.
+/// cannot throw needs no `try`. One thread is the caller's own: no other thread is woken.
 public func concurrentMap<T: Sendable, E: Error>(_ count: Int, threads: Int, _ body: @Sendable (Int) throws(E) -> T) throws(E) -> [T] {
+    if threads <= 1 {
+        var values: [T] = []
+        values.reserveCapacity(count)
+        for i in 0..<count { values.append(try body(i)) }
+        return values
+    }
     let results = Mutex<(values: [T?], error: E?)>((Array(repeating: nil, count: count), nil))
     let next = Atomic<Int>(0)
     DispatchQueue.concurrentPerform(iterations: threads) { _ in

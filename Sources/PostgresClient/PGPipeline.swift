@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Statements to send in one round trip (`PGConnection.pipeline(_:)`), each read back
 /// through the typed handle its `append` returned: no result is found by counting positions.
 public struct PGPipeline: Sendable {
@@ -19,8 +21,10 @@ public struct PGPipeline: Sendable {
     }
 
     private var statements: [any PGStatement] = []
-    /// Tells this pipeline's handles from another's.
-    private let identity = Int.random(in: .min ... .max)
+    /// Tells this pipeline's handles from another's: a counter, not a random number (one `getrandom`
+    /// system call per pipeline, two per batch).
+    private let identity = Self.made.add(1, ordering: .relaxed).newValue
+    private static let made = Atomic<Int>(0)
 
     public init() {}
 

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 import AttestJobs
 import AttestVerifier
 import DeviceIntelligence
@@ -69,7 +70,7 @@ final class IntelligenceLedger: Sendable {
             history.record(event, at: job.receivedAt)
             if history.deviceId == nil {
                 history.deviceId = job.givenDeviceId ?? stored.map(\.deviceId).flatMap { $0.isEmpty ? nil : $0 }
-                    ?? UUID().uuidString.lowercased()
+                    ?? (try? SecureRandom.uuid()) ?? UUID().uuidString.lowercased()
             }
             state.snapshot.histories[device] = history
             let deviceId = job.givenDeviceId ?? history.deviceId!
