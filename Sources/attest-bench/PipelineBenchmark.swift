@@ -52,7 +52,9 @@ struct PipelineBenchmark: Subcommand {
                       producer and verdict reader), from /proc; the in-process CPU per job as a share of
                       all four (with everything on the in-process side's cores, the most end to end / in-
                       process can be); the same three CPU figures per job of the latency phase (smaller
-                      batches: more of each batch's fixed cost per job); the WAL bytes written; and over every phase, rows inserted, updated
+                      batches: more of each batch's fixed cost per job); in both phases the worker's CPU
+                      per job by its threads' role (/proc/PID/task: lanes, deciding, consumer, publisher,
+                      librdkafka, other); the WAL bytes written; and over every phase, rows inserted, updated
                       and deleted in the user tables.
           vacuum      after the throughput phase, VACUUM (ANALYZE) of the database, PostgreSQL's CPU
                       per throughput job (the phase's dead rows and statistics; autovacuum would
@@ -93,7 +95,7 @@ struct PipelineBenchmark: Subcommand {
         "duplicates", "latencyRate", "toVerdictP50Ms", "toVerdictP99Ms", "producingP50Ms", "producingP99Ms", "verdictTripP50Ms",
         "verdictTripP99Ms", "stagesMs", "workerCpuMsPerJob", "postgresCpuMsPerJob", "brokerCpuMsPerJob",
         "benchCpuMsPerJob", "verificationShareOfCpu", "latencyPhaseCpuMsPerJob": {"worker",
-        "postgres", "broker"}, "vacuumPostgresCpuMsPerJob", "idleCpuMsPerSec": {"worker", "postgres", "broker"} (null without an idle window), "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
+        "postgres", "broker"}, "workerThreadsCpuMsPerJob": {"throughput", "latency"}, "vacuumPostgresCpuMsPerJob", "idleCpuMsPerSec": {"worker", "postgres", "broker"} (null without an idle window), "latencyRequestsPerJob": {client: {request: per job}}, "brokerCpuMsPerRequest",
         "walBytesPerJob", "rowsPerJob", "receiptRefresh", "refreshes", "refreshesInFlight"}; receiptRefresh is
         "off", "slow" or "dead", refreshes an object by outcome and refreshesInFlight a count (both null when
         off); jobs is the throughput phase's count, androidShare the share of devices that are Android ones
@@ -211,6 +213,9 @@ struct PipelineBenchmark: Subcommand {
                     ("worker", perJob(latencyCost.workerSeconds, latencyJobs)), ("postgres", perJob(latencyCost.postgresSeconds, latencyJobs)),
                     ("broker", perJob(latencyCost.brokerSeconds, latencyJobs)),
                 ])),
+                ("workerThreadsCpuMsPerJob", .object([
+                    ("throughput", byRole(cost.workerThreadSeconds)), ("latency", byRole(latencyCost.workerThreadSeconds, latencyJobs)),
+                ])),
                 ("vacuumPostgresCpuMsPerJob", perJob(vacuumCost.postgresSeconds)),
                 ("idleCpuMsPerSec", idleCost.map { idle in
                     .object([("worker", idle.workerSeconds), ("postgres", idle.postgresSeconds), ("broker", idle.brokerSeconds)].map { name, seconds in
@@ -265,6 +270,18 @@ struct PipelineBenchmark: Subcommand {
             return spent > 0 ? Double(threads) / coreJobsPerSec / spent : nil
         }
 
+        /// The worker's CPU per job by thread role, in ``WorkerThreadsCPU/Role`` order; null when not measured.
+        private func byRole(_ seconds: [WorkerThreadsCPU.Role: Double]?, _ count: Int? = nil) -> JSONValue {
+            seconds.map { seconds in .object(WorkerThreadsCPU.Role.allCases.map { ($0.rawValue, perJob(seconds[$0] ?? 0, count)) }) } ?? .null
+        }
+
+        private func roleText(_ seconds: [WorkerThreadsCPU.Role: Double]?, _ count: Int? = nil) -> String {
+            guard let seconds else { return "       — (no PID)" }
+            return WorkerThreadsCPU.Role.allCases.map { role in
+                String(format: "%@ %.3f", role.rawValue, (seconds[role] ?? 0) * 1000 / Double(max(1, count ?? jobs)))
+            }.joined(separator: ", ") + " ms/job"
+        }
+
         private func cpuText(_ seconds: Double?, _ count: Int? = nil) -> String {
             seconds.map { String(format: "%8.3f ms/job", $0 * 1000 / Double(max(1, count ?? jobs))) } ?? "       — (no PID)"
         }
@@ -306,11 +323,13 @@ struct PipelineBenchmark: Subcommand {
                         + "\(workerStages.quantileMs(stage, 0.99).map { String(format: "%g", $0) } ?? "?")"
                 }.joined(separator: ", ") + " (p50/p99)"),
                 row("CPU, worker (throughput phase)", cpuText(cost.workerSeconds)),
+                row("  by its threads", roleText(cost.workerThreadSeconds)),
                 row("CPU, PostgreSQL", cpuText(cost.postgresSeconds)),
                 row("CPU, broker", cpuText(cost.brokerSeconds)),
                 row("CPU, the benchmark's producer and reader", cpuText(cost.benchSeconds)),
                 row("in-process CPU / all CPU, per job", verificationShare.map { String(format: "%8.2f", $0) } ?? "       —"),
                 row("CPU, latency phase: worker", cpuText(latencyCost.workerSeconds, latencyJobs)),
+                row("    by its threads", roleText(latencyCost.workerThreadSeconds, latencyJobs)),
                 row("  PostgreSQL", cpuText(latencyCost.postgresSeconds, latencyJobs)),
                 row("  broker", cpuText(latencyCost.brokerSeconds, latencyJobs)),
                 row("  PostgreSQL's VACUUM after the phase", cpuText(vacuumCost.postgresSeconds)),

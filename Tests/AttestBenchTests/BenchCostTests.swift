@@ -65,6 +65,50 @@ import Testing
     }
 }
 
+/// The worker's CPU by its threads' role: names read from task stat lines, each name's role, and the
+/// difference of two readings with threads that start, end or reuse an id between them.
+@Suite struct WorkerThreadsCPUTests {
+    typealias Role = WorkerThreadsCPU.Role
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    @Test func namesComeFromBetweenTheParentheses() {
+        #expect(WorkerThreadsCPU.name(ProcessCPUTests.line) == "postgres")
+        #expect(WorkerThreadsCPU.name("17 (rdk:broker111) S 1 2") == "rdk:broker111")
+        #expect(WorkerThreadsCPU.name("17 (a (b)) S 1 2") == "a (b)")
+        #expect(WorkerThreadsCPU.name("17 a S 1 2") == nil)
+    }
+
+    @Test func rolesByThreadName() {
+        let names: [(String, Role)] = [
+            ("batch-0", .lanes), ("batch-11", .lanes), ("oot.default-qos", .deciding), ("-qos.overcommit", .deciding),
+            ("kafka-poll", .consumer), ("kafka-delivery", .publisher), ("publish-retry", .publisher),
+            ("rdk:broker111", .librdkafka), ("rdk:main", .librdkafka), ("attest-worker", .other), ("MHD-listen", .other),
+        ]
+        for (name, role) in names { #expect(Role.of(name) == role, "\(name)") }
+    }
+
+    @Test func differencesByRole() {
+        let t = Self.ticksPerSecond
+        let before: [Int32: WorkerThreadsCPU.Thread] = [
+            1: .init(name: "batch-0", ticks: 100), 2: .init(name: "kafka-poll", ticks: 50),
+            3: .init(name: "oot.default-qos", ticks: 10), 4: .init(name: "events", ticks: 5),
+        ]
+        let after: [Int32: WorkerThreadsCPU.Thread] = [
+            1: .init(name: "batch-0", ticks: 160), 2: .init(name: "kafka-poll", ticks: 55),
+            // Thread 3 ended; a libdispatch thread started with id 5, and id 4 now names another thread.
+            5: .init(name: "oot.default-qos", ticks: 30), 4: .init(name: "rdk:broker1", ticks: 7),
+        ]
+        // The process spent 120 ticks: 60 + 5 + 30 + 7 in the threads read, 18 in the thread that ended.
+        let seconds = WorkerThreadsCPU.seconds(before: before, after: after, processSeconds: 120 / t)
+        #expect(abs(seconds[.lanes]! - 60 / t) < 1e-9)
+        #expect(abs(seconds[.consumer]! - 5 / t) < 1e-9)
+        #expect(abs(seconds[.deciding]! - 30 / t) < 1e-9)
+        #expect(abs(seconds[.librdkafka]! - 7 / t) < 1e-9)
+        #expect(abs(seconds[.other]! - 18 / t) < 1e-9)
+        #expect(seconds[.publisher] == nil)
+    }
+}
+
 /// The latency split at the verdict's create time.
 @Suite struct LatencyStagesTests {
     @Test func splitsAtTheCreateTimeAndSorts() {
