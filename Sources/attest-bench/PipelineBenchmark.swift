@@ -278,7 +278,7 @@ struct PipelineBenchmark: Subcommand {
         private func roleText(_ seconds: [WorkerThreadsCPU.Role: Double]?, _ count: Int? = nil) -> String {
             guard let seconds else { return "       — (no PID)" }
             return WorkerThreadsCPU.Role.allCases.map { role in
-                String(format: "%@ %.3f", role.rawValue, (seconds[role] ?? 0) * 1000 / Double(max(1, count ?? jobs)))
+                "\(role.rawValue) " + String(format: "%.3f", (seconds[role] ?? 0) * 1000 / Double(max(1, count ?? jobs)))
             }.joined(separator: ", ") + " ms/job"
         }
 
