@@ -40,7 +40,13 @@ extension BatchProcessor {
         let scope: AppIdentity
         /// SHA-256 of the message: what tells a redelivery from a reused jobId.
         let digest: [UInt8]
-        let content: Content
+        /// The content's parts as stored properties, not read out of the enum: a `let` of a final class is
+        /// read in place, where each read of an enum's payload copied the whole job (a retain and a release
+        /// of each of its fields) a dozen times per job.
+        let job: Job?
+        let keyBytes: [UInt8]?
+        /// The job_invalid failure of an entry whose fields cannot be used.
+        let invalidFailure: VerificationFailure?
 
         init(position: Int, message: KafkaMessage, jobId: String, scope: AppIdentity, digest: [UInt8], content: Content) {
             self.position = position
@@ -48,12 +54,15 @@ extension BatchProcessor {
             self.jobId = jobId
             self.scope = scope
             self.digest = digest
-            self.content = content
+            switch content {
+            case .invalid(let failure): (job, keyBytes, invalidFailure) = (nil, nil, failure)
+            case .job(let job, let keyBytes): (self.job, self.keyBytes, invalidFailure) = (job, keyBytes, nil)
+            }
         }
 
         /// An Android job becomes a job of the app its package is registered with (`apps`); others stay.
         func resolvingApp(in apps: RegisteredApps) -> JobEntry {
-            guard case .job(let job, let keyBytes) = content, job.android != nil else { return self }
+            guard let job, job.android != nil else { return self }
             let resolved = job.resolvingAndroidApp(apps.app(of: job))
             return JobEntry(
                 position: position, message: message, jobId: jobId, scope: resolved.app, digest: digest,
@@ -61,22 +70,6 @@ extension BatchProcessor {
         }
 
         var scopedJobId: ScopedJobId { ScopedJobId(app: scope, jobId: jobId) }
-
-        var job: Job? {
-            guard case .job(let job, _) = content else { return nil }
-            return job
-        }
-
-        /// The job_invalid failure of an entry whose fields cannot be used.
-        var invalidFailure: VerificationFailure? {
-            guard case .invalid(let failure) = content else { return nil }
-            return failure
-        }
-
-        var keyBytes: [UInt8]? {
-            guard case .job(_, let keyBytes) = content else { return nil }
-            return keyBytes
-        }
     }
 
     /// A job entry with its decision, ready to be stored.
