@@ -22,8 +22,6 @@ public enum SecureRandom {
         var bytes = try self.bytes(16)
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80
-        let hex = Hex.encode(bytes)
-        let cuts = [0, 8, 12, 16, 20, 32].map { hex.index(hex.startIndex, offsetBy: $0) }
-        return zip(cuts, cuts.dropFirst()).map { hex[$0..<$1] }.joined(separator: "-")
+        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { Hex.encode(bytes[$0]) }.joined(separator: "-")
     }
 }

@@ -56,5 +56,6 @@ enum ProcessCPU {
         return stats
     }
 
-    private static let ticksPerSecond = max(1, sysconf(Int32(_SC_CLK_TCK)))
+    /// The kernel's clock ticks per second, the unit of every /proc CPU time.
+    static let ticksPerSecond = max(1, sysconf(Int32(_SC_CLK_TCK)))
 }

@@ -63,11 +63,10 @@ enum WorkerThreadsCPU {
             let start = before[tid].flatMap { $0.name == thread.name && $0.ticks <= thread.ticks ? $0.ticks : nil } ?? 0
             ticks[Role.of(thread.name), default: 0] += thread.ticks - start
         }
-        var seconds = ticks.mapValues { Double($0) / Double(ticksPerSecond) }
+        var seconds = ticks.mapValues { Double($0) / Double(ProcessCPU.ticksPerSecond) }
         let unaccounted = processSeconds - seconds.values.reduce(0, +)
         seconds[.other, default: 0] += max(0, unaccounted)
         return seconds
     }
 
-    private static let ticksPerSecond = max(1, sysconf(Int32(_SC_CLK_TCK)))
 }

@@ -69,7 +69,6 @@ import Testing
 /// difference of two readings with threads that start, end or reuse an id between them.
 @Suite struct WorkerThreadsCPUTests {
     typealias Role = WorkerThreadsCPU.Role
-    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     @Test func namesComeFromBetweenTheParentheses() {
         #expect(WorkerThreadsCPU.name(ProcessCPUTests.line) == "postgres")
@@ -88,7 +87,7 @@ import Testing
     }
 
     @Test func differencesByRole() {
-        let t = Self.ticksPerSecond
+        let t = Double(ProcessCPU.ticksPerSecond)
         let before: [Int32: WorkerThreadsCPU.Thread] = [
             1: .init(name: "batch-0", ticks: 100), 2: .init(name: "kafka-poll", ticks: 50),
             3: .init(name: "oot.default-qos", ticks: 10), 4: .init(name: "events", ticks: 5),

@@ -29,11 +29,12 @@ extension BatchProcessor {
             groups[key, default: []].append(i)
         }
         let work = order.map { groups[$0] ?? [] }
-        // `threads` lanes (ATTEST_WORKERS), each taking the next key group until none is left: groups differ
-        // in cost (an attestation is several assertions' worth), so a fixed split leaves lanes idle.
+        // `threads` threads (ATTEST_WORKERS; the lane's own alone below `parallelFrom` jobs), each taking the
+        // next key group until none is left: groups differ in cost (an attestation is several assertions'
+        // worth), so a fixed split leaves threads idle.
         var checked = [JobVerifier.Checked?](repeating: nil, count: entries.count)
-        let lanes = entries.count < Self.parallelFrom ? 1 : max(1, min(settings.threads, work.count))
-        for (g, results) in concurrentMap(work.count, threads: lanes, { g in
+        let threads = entries.count < Self.parallelFrom ? 1 : settings.threads
+        for (g, results) in concurrentMap(work.count, threads: min(threads, work.count), { g in
             var state: DeviceState? = nil
             return work[g].map { i in check(entries[i], now: now, challenge: challenges[entries[i].position], state: &state) }
         }).enumerated() {
@@ -44,8 +45,7 @@ extension BatchProcessor {
         let settled = entries.indices.map { i in
             settle(entries[i], checked[i], now: now, challenge: challenges[entries[i].position], keys: &keys, ledger)
         }
-        let threads = settled.count < Self.parallelFrom ? 1 : min(settings.threads, settled.count)
-        return concurrentMap(settled.count, threads: threads) { i in finish(settled[i], now: now) }
+        return concurrentMap(settled.count, threads: min(threads, settled.count)) { i in finish(settled[i], now: now) }
     }
 
     /// A batch of fewer jobs is decided on its lane's thread alone: waking other threads for a few jobs
