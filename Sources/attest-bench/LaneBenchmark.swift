@@ -1,0 +1,256 @@
+import AttestCLI
+import AttestCore
+import AttestJobs
+import AttestVerifier
+import Foundation
+import KafkaClient
+import PostgresClient
+import Store
+import Worker
+
+/// `attest-bench lane`: what one batch lane costs per batch and per job, with no broker: the part of the
+/// worker's CPU a batch's size amortizes, told apart from the fetching, handing over and publishing around
+/// it that `pipeline` measures together.
+struct LaneBenchmark: Subcommand {
+    static let help = """
+        usage: attest-bench lane [--json] [--sizes N,N,...] [--jobs J] [--threads T] [--postgres-pid PID]
+
+        One batch lane in this process: the pipeline's job stream (minted as `attest-bench pipeline` mints
+        it, a quarter of the devices Android ones, fresh devices for each size) decided and stored by a
+        `BatchProcessor` on its own PostgreSQL connection, as a worker's lane runs it, but with no broker:
+        the messages are made in memory and what the lane would publish is only checked (every verdict's
+        `ok` against the job's expected outcome). For each batch size N (default 1,4,16,64,512), about J
+        jobs (default 2048) in batches of N, one after the other, deciding on T threads as ATTEST_WORKERS
+        (default: the cores; batches under 8 jobs on the lane's own thread). Measures per size: this
+        process's CPU (the lane's thread and the deciding threads, from getrusage) per batch and per job,
+        PostgreSQL's (--postgres-pid: the postmaster and its backends, from /proc) per job, and the
+        batches' wall time p50; then the least-squares line of the lane's CPU per batch against the batch's
+        size: a fixed cost per batch and a cost per job; and, on one thread from its own CPU clock, the
+        in-process verification CPU per job of the same jobs (parsed, decided against memory, serialized:
+        `pipeline`'s in-process side), which the cost per job is divided by.
+        Database: ATTEST_DATABASE_URL or --database-url (eval "$(ops/stack env)"; ops/bench --lane runs it
+        with PostgreSQL at its default durability). The run's app and rows are deleted at the end.
+        --json prints one object: {"sizes": [{"size", "batches", "jobs", "workerCpuMsPerBatch",
+        "workerCpuMsPerJob", "postgresCpuMsPerJob", "batchWallP50Ms"}], "fixedCpuMsPerBatch",
+        "cpuMsPerJob", "inProcessCpuMsPerJob"}. Exit status 1 when a verdict disagreed with its job's
+        expected outcome.
+        """
+
+    struct Options {
+        var sizes = [1, 4, 16, 64, 512]
+        var jobs = 2048
+        var threads = ProcessInfo.processInfo.activeProcessorCount
+        var postgresPid: Int32?
+        var databaseURL: String
+
+        init(_ args: inout Arguments) throws {
+            databaseURL = try DatabaseOptions.url(&args)
+            if let text = try args.option("sizes") {
+                sizes = try text.split(separator: ",").map { try Arguments.wholeNumber(String($0), "sizes", min: 1) }
+                guard !sizes.isEmpty else { throw Arguments.UsageError(description: "--sizes names no size") }
+            }
+            if let jobs = try args.integer("jobs", min: 1) { self.jobs = jobs }
+            if let threads = try args.integer("threads", min: 1) { self.threads = threads }
+            if let pid = try args.integer("postgres-pid", min: 1) {
+                guard let pid = Int32(exactly: pid) else { throw Arguments.UsageError(description: "--postgres-pid is not a PID") }
+                postgresPid = pid
+            }
+        }
+    }
+
+    static func run(_ args: inout Arguments) throws -> Int32 {
+        let json = args.flag("json")
+        let options = try Options(&args)
+        _ = try args.positionals(max: 0)
+        let results = try measure(options)
+        print(json ? results.json.serialized() : results.table)
+        return results.unexpected == 0 ? 0 : 1
+    }
+
+    /// One batch size's measurements.
+    struct SizeCost {
+        let size: Int
+        let batches: Int
+        let jobs: Int
+        let workerCpuSeconds: Double
+        let postgresCpuSeconds: Double?
+        let batchWallP50Ms: Double
+
+        var workerCpuMsPerBatch: Double { workerCpuSeconds * 1000 / Double(batches) }
+        var workerCpuMsPerJob: Double { workerCpuSeconds * 1000 / Double(jobs) }
+        var postgresCpuMsPerJob: Double? { postgresCpuSeconds.map { $0 * 1000 / Double(jobs) } }
+    }
+
+    struct Results {
+        let sizes: [SizeCost]
+        let inProcessCpuMsPerJob: Double
+        let unexpected: Int
+
+        /// The lane's CPU per batch as a fixed part plus a part per job: the least-squares line of the CPU per
+        /// job against 1 / size (its slope the fixed part, its intercept the part per job), so each size
+        /// weighs alike instead of the largest batches deciding the fixed part.
+        var line: (fixedMs: Double, perJobMs: Double) {
+            let fit = LaneBenchmark.leastSquares(sizes.map { (1 / Double($0.size), $0.workerCpuMsPerJob) })
+            return (fit.slope, fit.intercept)
+        }
+
+        var json: JSONValue {
+            func ms(_ value: Double) -> JSONValue { .double((value * 10_000).rounded() / 10_000) }
+            return .object([
+                ("sizes", .array(sizes.map { s in
+                    .object([
+                        ("size", .int(Int64(s.size))), ("batches", .int(Int64(s.batches))), ("jobs", .int(Int64(s.jobs))),
+                        ("workerCpuMsPerBatch", ms(s.workerCpuMsPerBatch)), ("workerCpuMsPerJob", ms(s.workerCpuMsPerJob)),
+                        ("postgresCpuMsPerJob", s.postgresCpuMsPerJob.map(ms) ?? .null), ("batchWallP50Ms", ms(s.batchWallP50Ms)),
+                    ])
+                })),
+                ("fixedCpuMsPerBatch", ms(line.fixedMs)), ("cpuMsPerJob", ms(line.perJobMs)),
+                ("inProcessCpuMsPerJob", ms(inProcessCpuMsPerJob)),
+            ])
+        }
+
+        var table: String {
+            var lines = ["batch  batches   jobs   lane CPU/batch   lane CPU/job (÷ in-process)   PostgreSQL CPU/job   batch wall p50"]
+            for s in sizes {
+                let postgres = s.postgresCpuMsPerJob.map { String(format: "%8.3f ms", $0) } ?? "       n/a"
+                lines.append(
+                    String(format: "%5d  %7d  %5d  %12.3f ms  %12.3f ms (%5.2f×)", s.size, s.batches, s.jobs, s.workerCpuMsPerBatch,
+                        s.workerCpuMsPerJob, s.workerCpuMsPerJob / inProcessCpuMsPerJob) + "        \(postgres)"
+                        + String(format: "      %8.2f ms", s.batchWallP50Ms))
+            }
+            lines.append(String(format: "lane CPU per batch ≈ %.3f ms + %.4f ms × jobs", line.fixedMs, line.perJobMs))
+            lines.append(String(format: "in-process verification CPU per job: %.4f ms (one thread)", inProcessCpuMsPerJob))
+            lines.append("verdicts against their jobs' expected outcome: \(unexpected) unexpected")
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    static func measure(_ options: Options) throws -> Results {
+        let runId = String(UUID().uuidString.prefix(8)).lowercased()
+        let bundleId = "bench.lane.\(runId)"
+        let trust = try BenchTrust(packageName: "com.example.bench.l\(runId)")
+        let connection = PGReconnectingConnection(conninfo: options.databaseURL, applicationName: "attest-bench")
+        let migrations = try Migrator.bundled
+        try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
+        let store = AttestStore(connection: connection)
+        try store.upsert(AppPolicy(teamId: BenchRig.teamId, bundleId: bundleId, environments: .production, android: trust.android.policy))
+        defer {
+            do {
+                try connection.run { c throws(PGError) in try c.execute(BenchRigStatements.RemoveApp(teamId: BenchRig.teamId, bundleId: bundleId)) }
+            } catch {
+                FileHandle.standardError.write(Data("bench lane: could not delete the run's rows (bundle \(bundleId)): \(error)\n".utf8))
+            }
+        }
+        let processor = BatchProcessor(
+            verifier: trust.verifier, store: store, devices: DeviceCache(),
+            settings: BatchProcessor.Settings(verdictsTopic: "bench.lane.verdicts", deadLetterTopic: "bench.lane.dead", threads: options.threads))
+        let devices = max(1, (options.jobs + 9) / 10)
+        var sizes = [SizeCost]()
+        var unexpected = 0
+        var inProcessSeconds = 0.0
+        var inProcessJobs = 0
+        for (n, size) in options.sizes.enumerated() {
+            let workload = try PipelineWorkload.mint(
+                pki: trust.pki, teamId: BenchRig.teamId, bundleId: bundleId, devices: devices, prefix: "\(runId)-\(n)",
+                threads: options.threads, android: trust.android,
+                androidDevices: PipelineWorkload.androidDevices(devices, share: 0.25))
+            let receivedAt = trust.verifier.clock.now().rfc3339
+            let messages = workload.jobs.enumerated().map { offset, job in
+                KafkaMessage(
+                    topic: "bench.lane.jobs", partition: 0, offset: Int64(offset), key: job.key, value: job.line(receivedAt: receivedAt),
+                    headers: [], timestampMs: Int64(Date().timeIntervalSince1970 * 1000))
+            }
+            let (cost, wrong) = try run(messages, expected: workload.jobs.map(\.expectedOK), size: size, processor: processor, postgres: options.postgresPid)
+            sizes.append(cost)
+            unexpected += wrong
+            let inProcess = inProcessCPU(workload, receivedAt: receivedAt, verifier: trust.verifier, app: BenchTrust.appRules(trust.android))
+            inProcessSeconds += inProcess.seconds
+            inProcessJobs += workload.jobs.count
+            unexpected += inProcess.unexpected
+        }
+        return Results(sizes: sizes, inProcessCpuMsPerJob: inProcessSeconds * 1000 / Double(inProcessJobs), unexpected: unexpected)
+    }
+
+    /// Runs `messages` through `processor` in batches of `size`, in order: the CPU it took and how many
+    /// verdicts disagreed with `expected` (a verdict missing counts as one).
+    private static func run(
+        _ messages: [KafkaMessage], expected: [Bool], size: Int, processor: BatchProcessor, postgres: Int32?
+    ) throws -> (SizeCost, Int) {
+        var walls = [Double]()
+        var unexpected = 0
+        let postgresBefore = postgres.flatMap { ProcessCPU.seconds(tree: $0, in: ProcessCPU.readAll()) }
+        let cpuBefore = processCPUSeconds()
+        for start in stride(from: 0, to: messages.count, by: size) {
+            let batch = Array(messages[start..<min(start + size, messages.count)])
+            let began = ContinuousClock.now
+            let outbound = try processor.process(batch)
+            walls.append(Double((ContinuousClock.now - began) / .microseconds(1)) / 1000)
+            var answered = Set<Int64>()
+            for out in outbound {
+                guard case .verdict = out.kind else { continue }
+                answered.insert(out.sourceOffset)
+                if verdictOK(out.value) != expected[Int(out.sourceOffset)] { unexpected += 1 }
+            }
+            unexpected += batch.count - answered.count
+        }
+        let cpu = processCPUSeconds() - cpuBefore
+        let postgresAfter = postgres.flatMap { ProcessCPU.seconds(tree: $0, in: ProcessCPU.readAll()) }
+        walls.sort()
+        let cost = SizeCost(
+            size: size, batches: walls.count, jobs: messages.count, workerCpuSeconds: cpu,
+            postgresCpuSeconds: PhaseCost.difference(postgresBefore, postgresAfter), batchWallP50Ms: PipelineBenchmark.percentile(walls, 0.5))
+        return (cost, unexpected)
+    }
+
+    /// The jobs decided in memory on this thread, as `pipeline`'s in-process side decides them: its CPU
+    /// time and how many verdicts disagreed with the expected outcome.
+    private static func inProcessCPU(
+        _ workload: PipelineWorkload, receivedAt: String, verifier: JobVerifier, app: AppRules
+    ) -> (seconds: Double, unexpected: Int) {
+        let lines = workload.devices.map { $0.map { workload.jobs[$0].line(receivedAt: receivedAt) } }
+        let before = threadCPUSeconds()
+        var unexpected = 0
+        for (indices, deviceLines) in zip(workload.devices, lines) {
+            var device = PipelineWorkload.DeviceState()
+            for (i, line) in zip(indices, deviceLines)
+            where PipelineWorkload.decide(line, verifier: verifier, app: app, device: &device).ok != workload.jobs[i].expectedOK {
+                unexpected += 1
+            }
+        }
+        return (threadCPUSeconds() - before, unexpected)
+    }
+
+    /// A verdict's `ok`; nil when the text is not a verdict object.
+    private static func verdictOK(_ value: [UInt8]) -> Bool? {
+        guard case .bool(let ok)? = JSONValue.parse(value)?["ok"] else { return nil }
+        return ok
+    }
+
+    /// The least-squares line through `points` (x, y): y ≈ intercept + slope × x; a single x gives slope 0.
+    static func leastSquares(_ points: [(Double, Double)]) -> (intercept: Double, slope: Double) {
+        let n = Double(points.count)
+        guard n > 0 else { return (0, 0) }
+        let meanX = points.reduce(0) { $0 + $1.0 } / n
+        let meanY = points.reduce(0) { $0 + $1.1 } / n
+        let sxx = points.reduce(0) { $0 + ($1.0 - meanX) * ($1.0 - meanX) }
+        let sxy = points.reduce(0) { $0 + ($1.0 - meanX) * ($1.1 - meanY) }
+        let slope = sxx > 0 ? sxy / sxx : 0
+        return (meanY - slope * meanX, slope)
+    }
+
+    /// This process's CPU seconds, every thread (user and system).
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
+    private static func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+
+    /// The calling thread's CPU seconds.
+    private static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
