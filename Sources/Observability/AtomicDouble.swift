@@ -34,4 +34,6 @@ final class AtomicCount: Sendable {
     var value: UInt64 { count.load(ordering: .relaxed) }
 
     func increment() { count.wrappingAdd(1, ordering: .relaxed) }
+
+    func add(_ n: UInt64) { count.wrappingAdd(n, ordering: .relaxed) }
 }

@@ -37,7 +37,13 @@ public final class Histogram: MetricFamily, Sendable {
 
         /// Records one observation (seconds for latencies); NaN is ignored.
         public func observe(_ value: Double) {
-            guard !value.isNaN else { return }
+            observe(value, count: 1)
+        }
+
+        /// Records `count` observations of the same value at once (each job of a batch waits the batch's
+        /// time); NaN, and a count below 1, are ignored.
+        public func observe(_ value: Double, count: Int) {
+            guard !value.isNaN, count > 0 else { return }
             // Buckets are inclusive upper bounds (`le`): the first bound >= value.
             var low = 0
             var high = bounds.count
@@ -45,8 +51,8 @@ public final class Histogram: MetricFamily, Sendable {
                 let middle = (low + high) / 2
                 if bounds[middle] >= value { high = middle } else { low = middle + 1 }
             }
-            counts[low].increment()
-            total.add(value)
+            counts[low].add(UInt64(count))
+            total.add(value * Double(count))
         }
 
         /// Records a duration in seconds.

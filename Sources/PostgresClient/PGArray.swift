@@ -19,7 +19,10 @@ public struct PGArray: Sendable, Equatable {
         static let timestamptz: (UInt32, UInt32) = (1184, 1185)
     }
 
-    private init<E>(_ types: (element: UInt32, array: UInt32), _ elements: [E?], encode: (E, inout [UInt8]) -> Void) {
+    /// Generic over the collection so that an array without nils is read as it is: converting `[E]` to
+    /// `[E?]` in a caller generic over `E` casts each element at run time.
+    private init<C: Collection, E>(_ types: (element: UInt32, array: UInt32), _ elements: C, encode: (E, inout [UInt8]) -> Void)
+    where C.Element == E? {
         var out = [UInt8]()
         out.reserveCapacity(20 + elements.count * 12)
         Self.append(Int32(elements.isEmpty ? 0 : 1), to: &out)
@@ -48,7 +51,10 @@ public struct PGArray: Sendable, Equatable {
         withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 
-    public static func text(_ elements: [String?]) -> PGArray {
+    public static func text(_ elements: [String?]) -> PGArray { text(of: elements) }
+    public static func text(_ elements: [String]) -> PGArray { text(of: elements.lazy.map(Optional.some)) }
+
+    private static func text<C: Collection>(of elements: C) -> PGArray where C.Element == String? {
         var nul = false
         var array = PGArray(Element.text, elements) { text, out in
             let start = out.count
@@ -59,19 +65,31 @@ public struct PGArray: Sendable, Equatable {
         return array
     }
 
-    public static func int8(_ elements: [Int64?]) -> PGArray {
+    public static func int8(_ elements: [Int64?]) -> PGArray { int8(of: elements) }
+    public static func int8(_ elements: [Int64]) -> PGArray { int8(of: elements.lazy.map(Optional.some)) }
+
+    static func int8<C: Collection>(of elements: C) -> PGArray where C.Element == Int64? {
         PGArray(Element.int8, elements) { append($0, to: &$1) }
     }
 
-    public static func int4(_ elements: [Int32?]) -> PGArray {
+    public static func int4(_ elements: [Int32?]) -> PGArray { int4(of: elements) }
+    public static func int4(_ elements: [Int32]) -> PGArray { int4(of: elements.lazy.map(Optional.some)) }
+
+    private static func int4<C: Collection>(of elements: C) -> PGArray where C.Element == Int32? {
         PGArray(Element.int4, elements) { append($0, to: &$1) }
     }
 
-    public static func bool(_ elements: [Bool?]) -> PGArray {
+    public static func bool(_ elements: [Bool?]) -> PGArray { bool(of: elements) }
+    public static func bool(_ elements: [Bool]) -> PGArray { bool(of: elements.lazy.map(Optional.some)) }
+
+    private static func bool<C: Collection>(of elements: C) -> PGArray where C.Element == Bool? {
         PGArray(Element.bool, elements) { $1.append($0 ? 1 : 0) }
     }
 
-    public static func bytea(_ elements: [[UInt8]?]) -> PGArray {
+    public static func bytea(_ elements: [[UInt8]?]) -> PGArray { bytea(of: elements) }
+    public static func bytea(_ elements: [[UInt8]]) -> PGArray { bytea(of: elements.lazy.map(Optional.some)) }
+
+    private static func bytea<C: Collection>(of elements: C) -> PGArray where C.Element == [UInt8]? {
         PGArray(Element.bytea, elements) { $1.append(contentsOf: $0) }
     }
 

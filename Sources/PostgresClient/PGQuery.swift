@@ -12,7 +12,9 @@ public struct PGQuery: Sendable, ExpressibleByStringInterpolation {
 
     /// The SQL as sent, placeholders numbered.
     public var sql: String {
-        var sql = literals[0]
+        var sql = ""
+        sql.reserveCapacity(literals.reduce(0) { $0 + $1.utf8.count } + 8 * binds.count)
+        sql += literals[0]
         for (index, literal) in literals.dropFirst().enumerated() {
             sql += "$\(index + 1)"
             sql += literal
@@ -58,7 +60,7 @@ public struct PGQuery: Sendable, ExpressibleByStringInterpolation {
         }
 
         public mutating func appendInterpolation<Element: PGArrayElement>(_ elements: [Element]) {
-            appendInterpolation(PGValue.array(Element.pgArray(elements)))
+            appendInterpolation(PGValue.array(Element.pgArray(nonNil: elements)))
         }
 
         /// Splices a query fragment in: its text, and its values after the ones bound so far.
@@ -112,31 +114,40 @@ extension Array: PGEncodable where Element == UInt8 {
     public var pgValue: PGValue { .bytes(self) }
 }
 
-/// A type whose arrays bind as one PostgreSQL array parameter.
+/// A type whose arrays bind as one PostgreSQL array parameter. An array without nils has its own
+/// requirement: passing it as `[Self?]` from code generic over the element converts it element by element
+/// through a run-time cast.
 public protocol PGArrayElement: Sendable {
     static func pgArray(_ elements: [Self?]) -> PGArray
+    static func pgArray(nonNil elements: [Self]) -> PGArray
 }
 
 extension String: PGArrayElement {
     public static func pgArray(_ elements: [String?]) -> PGArray { .text(elements) }
+    public static func pgArray(nonNil elements: [String]) -> PGArray { .text(elements) }
 }
 
 extension Int64: PGArrayElement {
     public static func pgArray(_ elements: [Int64?]) -> PGArray { .int8(elements) }
+    public static func pgArray(nonNil elements: [Int64]) -> PGArray { .int8(elements) }
 }
 
 extension Int: PGArrayElement {
-    public static func pgArray(_ elements: [Int?]) -> PGArray { .int8(elements.map { $0.map(Int64.init) }) }
+    public static func pgArray(_ elements: [Int?]) -> PGArray { .int8(of: elements.lazy.map { $0.map(Int64.init) }) }
+    public static func pgArray(nonNil elements: [Int]) -> PGArray { .int8(of: elements.lazy.map { Optional(Int64($0)) }) }
 }
 
 extension Int32: PGArrayElement {
     public static func pgArray(_ elements: [Int32?]) -> PGArray { .int4(elements) }
+    public static func pgArray(nonNil elements: [Int32]) -> PGArray { .int4(elements) }
 }
 
 extension Bool: PGArrayElement {
     public static func pgArray(_ elements: [Bool?]) -> PGArray { .bool(elements) }
+    public static func pgArray(nonNil elements: [Bool]) -> PGArray { .bool(elements) }
 }
 
 extension Array: PGArrayElement where Element == UInt8 {
     public static func pgArray(_ elements: [[UInt8]?]) -> PGArray { .bytea(elements) }
+    public static func pgArray(nonNil elements: [[UInt8]]) -> PGArray { .bytea(elements) }
 }

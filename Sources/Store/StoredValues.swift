@@ -9,6 +9,10 @@ extension Timestamp: PGEncodable, PGArrayElement {
     public static func pgArray(_ elements: [Timestamp?]) -> PGArray {
         .timestamptz(unixMicroseconds: elements.map { $0?.microseconds })
     }
+
+    public static func pgArray(nonNil elements: [Timestamp]) -> PGArray {
+        .timestamptz(unixMicroseconds: elements.map { Optional($0.microseconds) })
+    }
 }
 
 /// A JSON document binds as its text, untyped, so it fits `json` and `jsonb` alike.

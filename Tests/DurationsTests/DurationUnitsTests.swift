@@ -33,6 +33,7 @@ import Testing
         #expect(Duration.milliseconds(-1500).timeInterval == -1.5)
         // Seconds and a fraction of opposite signs in the constructor still add up.
         #expect(Duration(secondsComponent: -2, attosecondsComponent: 500_000_000_000_000_000).wholeMilliseconds == -1500)
+        #expect(Duration(secondsComponent: -2, attosecondsComponent: 500_000_000_000_000_000).timeInterval == -1.5)
     }
 
     @Test func hugeDurationsSaturate() {

@@ -131,6 +131,25 @@ struct MetricsRegistryTests {
         #expect(abs(sum - 3.300001) < 1e-9)
     }
 
+    /// A batch's jobs all wait the batch's time: one call records them all, as that many calls would.
+    @Test("observations of one value at once count as that many")
+    func histogramObservesACount() throws {
+        let registry = MetricsRegistry()
+        let histogram = registry.histogram("h_seconds", help: "h", buckets: [0.1, 1])
+        let series = histogram.labels([])
+        series.observe(0.5, count: 3)
+        series.observe(0.05)
+        series.observe(2, count: 0)  // nothing
+        series.observe(.nan, count: 4)  // ignored
+        let parsed = try Exposition(parsing: registry.render())
+        #expect(parsed.value("h_seconds_bucket", ["le": "0.1"]) == 1)
+        #expect(parsed.value("h_seconds_bucket", ["le": "1"]) == 4)
+        #expect(parsed.value("h_seconds_bucket", ["le": "+Inf"]) == 4)
+        #expect(parsed.value("h_seconds_count") == 4)
+        let sum = try #require(parsed.value("h_seconds_sum"))
+        #expect(abs(sum - 1.55) < 1e-9)
+    }
+
     @Test("exponential buckets for sizes")
     func exponentialBuckets() {
         #expect(Histogram.exponentialBuckets(start: 1, factor: 2, count: 5) == [1, 2, 4, 8, 16])

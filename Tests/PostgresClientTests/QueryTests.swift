@@ -56,6 +56,25 @@ struct QueryTests {
             ])
     }
 
+    /// Arrays without nils take their own path (no per-element conversion to optionals): the same parameters.
+    @Test("an array without nils binds as the same array with optional elements")
+    func arraysWithoutNils() {
+        let texts = ["a", "", "ü"]
+        let big = [Int64.min, 0, Int64.max]
+        let ints = [-1, 0, 7]
+        let small = [Int32.min, Int32.max]
+        let flags = [true, false]
+        let blobs: [[UInt8]] = [[], [0, 255]]
+        let query: PGQuery = "\(texts), \(big), \(ints), \(small), \(flags), \(blobs), \([String]())"
+        #expect(
+            query.binds == [
+                .array(.text(texts as [String?])), .array(.int8(big as [Int64?])), .array(.int8(ints.map { Int64($0) } as [Int64?])),
+                .array(.int4(small as [Int32?])), .array(.bool(flags as [Bool?])), .array(.bytea(blobs as [[UInt8]?])),
+                .array(.text([String?]())),
+            ])
+        #expect(PGArray.text(["a\u{0}b"]) == PGArray.text(["a\u{0}b"] as [String?]))
+    }
+
     @Test("a fragment spliced in keeps its text and its values, numbered after the ones before it")
     func fragments() {
         let limit: PGQuery = "least(\(10), n) >= \(1)"

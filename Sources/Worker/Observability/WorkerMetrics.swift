@@ -21,6 +21,8 @@ public final class WorkerMetrics: Sendable {
     let receivedToVerdict: Histogram
     let verificationSeconds: Histogram
     let stageSeconds: Histogram
+    /// `stageSeconds`' series by ``JobStage``, looked up once: the stages are timed for every job.
+    private let stageSeries: [Histogram.Series]
     let errors: Counter
     let publishRetries: Counter
     let publishRefused: Counter
@@ -35,6 +37,9 @@ public final class WorkerMetrics: Sendable {
     let kafkaRequests: Counter
     /// The cumulative counts `kafkaRequests` was last brought to, per client.
     private let lastRequests = Mutex<[String: BrokerRequests]>([:])
+
+    /// The series of one stage of `attest_job_stage_seconds`.
+    func stage(_ stage: JobStage) -> Histogram.Series { stageSeries[stage.rawValue] }
 
     public init() {
         consumed = registry.counter("attest_jobs_consumed_total", help: "Messages consumed from the job topics.", labelNames: ["topic"])
@@ -71,6 +76,7 @@ public final class WorkerMetrics: Sendable {
                 + "publish (verdict handed to the producer → acknowledged).",
             labelNames: ["stage"],
             buckets: [0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2, 5, 10])
+        stageSeries = JobStage.allCases.map { [stageSeconds] in stageSeconds.labels([$0.label]) }
         errors = registry.counter("attest_errors_total", help: "Database and producer errors.", labelNames: ["component"])
         database = DatabaseHealth(
             readiness: readiness,

@@ -81,7 +81,7 @@ final class IntakeLoop: KafkaRebalanceDelegate, @unchecked Sendable {
             for i in messages.indices {
                 messages[i].consumedMs = consumedMs
                 metrics.consumed.labels([messages[i].topic]).increment()
-                stages.observe("broker", since: messages[i].timestampMs, now: consumedMs)
+                stages.observe(.broker, since: messages[i].timestampMs, now: consumedMs)
             }
             intake.apply { $0.received(messages) }
         }

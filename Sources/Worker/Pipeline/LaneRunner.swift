@@ -1,4 +1,5 @@
 import AttestCore
+import Durations
 import AttestJobs
 import KafkaClient
 import Lifecycle
@@ -56,7 +57,7 @@ final class LaneRunner: @unchecked Sendable {
             metrics.batchSize.observe(Double(batch.count))
             let started = ContinuousClock.now
             let startedMs = stages.nowMilliseconds()
-            for message in batch { stages.observe("buffer", since: message.consumedMs, now: startedMs) }
+            for message in batch { stages.observe(.buffer, since: message.consumedMs, now: startedMs) }
             var timings = BatchTimings()
             guard let outbound = processWithRetries(batch[...], processors[lane], &timings) else {
                 // Given up at shutdown: no longer in flight, its offsets unfinished (the next owner redelivers).
@@ -68,9 +69,8 @@ final class LaneRunner: @unchecked Sendable {
             metrics.batchDatabaseSeconds.observe(processors[lane].store.takeDatabaseTime())
             // Each job waits for its whole batch: every stage is observed once per job.
             let deciding = max(.zero, took - timings.reading - timings.storing)
-            for (stage, duration) in [("reading", timings.reading), ("deciding", deciding), ("storing", timings.storing)] {
-                let histogram = metrics.stageSeconds.labels([stage])
-                for _ in batch { histogram.observe(duration) }
+            for (stage, duration) in [(JobStage.reading, timings.reading), (.deciding, deciding), (.storing, timings.storing)] {
+                metrics.stage(stage).observe(duration.timeInterval, count: batch.count)
             }
             let charged = outbound.map { out in
                 var out = out

@@ -73,7 +73,7 @@ final class OutboundPublisher: Sendable {
                 ) { [self] result in
                     switch result {
                     case .success:
-                        if case .verdict = out.kind { metrics.stageSeconds.labels(["publish"]).observe(ContinuousClock.now - handed) }
+                        if case .verdict = out.kind { metrics.stage(.publish).observe(ContinuousClock.now - handed) }
                         delivered(out)
                     case .failure(let error): deliveryFailed(out, error, retry: retry)
                     }

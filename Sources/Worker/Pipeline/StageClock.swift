@@ -11,8 +11,8 @@ struct StageClock: Sendable {
 
     /// A stage that began at `startMs` (a message's create time, the producer's wall clock, or when it was
     /// consumed); none without one, and a start ahead of `now` counts zero.
-    func observe(_ stage: String, since startMs: Int64?, now: Int64) {
+    func observe(_ stage: JobStage, since startMs: Int64?, now: Int64) {
         guard let startMs else { return }
-        metrics.stageSeconds.labels([stage]).observe(Double(max(0, now &- startMs)) / 1000)
+        metrics.stage(stage).observe(Double(max(0, now &- startMs)) / 1000)
     }
 }
