@@ -17,7 +17,8 @@ struct LaneBenchmark: Subcommand {
 
         One batch lane in this process: the pipeline's job stream (minted as `attest-bench pipeline` mints
         it, a quarter of the devices Android ones, fresh devices for each size) decided and stored by a
-        `BatchProcessor` on its own PostgreSQL connection, as a worker's lane runs it, but with no broker:
+        `BatchProcessor` on its own PostgreSQL connection with a lane's session settings, as a worker's lane
+        runs it, but with no broker:
         the messages are made in memory and what the lane would publish is only checked (every verdict's
         `ok` against the job's expected outcome). For each batch size N (default 1,4,16,64,512), about J
         jobs (default 2048) in batches of N, one after the other, deciding on T threads as ATTEST_WORKERS
@@ -129,7 +130,10 @@ struct LaneBenchmark: Subcommand {
         let runId = String(UUID().uuidString.prefix(8)).lowercased()
         let bundleId = "bench.lane.\(runId)"
         let trust = try BenchTrust(packageName: "com.example.bench.l\(runId)")
-        let connection = PGReconnectingConnection(conninfo: options.databaseURL, applicationName: "attest-bench")
+        // The session settings a worker's lanes have (without them the partition being filled is scanned row
+        // by row while the planner believes it small).
+        let connection = PGReconnectingConnection(
+            conninfo: options.databaseURL, applicationName: "attest-bench", settings: AttestStore.sessionSettings)
         let migrations = try Migrator.bundled
         try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
         let store = AttestStore(connection: connection)
