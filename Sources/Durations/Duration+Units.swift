@@ -12,7 +12,7 @@ extension Duration {
 
     /// Seconds as a Double: for Foundation's TimeInterval and for metrics, which Prometheus keeps in seconds.
     /// From the two 64-bit components, not the 128-bit attosecond count, whose conversion to Double is a
-    /// generic routine (about a microsecond, and the lanes time every job's stages).
+    /// generic routine that showed in the lanes' profiles (they time every job's stages).
     public var timeInterval: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18

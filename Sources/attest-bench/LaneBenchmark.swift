@@ -17,10 +17,9 @@ struct LaneBenchmark: Subcommand {
 
         One batch lane in this process: the pipeline's job stream (minted as `attest-bench pipeline` mints
         it, a quarter of the devices Android ones, fresh devices for each size) decided and stored by a
-        `BatchProcessor` on its own PostgreSQL connection with a lane's session settings, as a worker's lane
-        runs it, but with no broker:
-        the messages are made in memory and what the lane would publish is only checked (every verdict's
-        `ok` against the job's expected outcome). For each batch size N (default 1,4,16,64,512), about J
+        `BatchProcessor` on its own PostgreSQL connection with a lane's session settings, as a worker's
+        lane runs it, but with no broker: the messages are made in memory and what the lane would publish
+        is only checked (every verdict's `ok` against the job's expected outcome). For each batch size N (default 1,4,16,64,512), about J
         jobs (default 2048) in batches of N, one after the other, deciding on T threads as ATTEST_WORKERS
         (default: the cores; batches under 8 jobs on the lane's own thread). Measures per size: this
         process's CPU (the lane's thread and the deciding threads, from getrusage) per batch and per job,
