@@ -19,15 +19,16 @@ struct LaneBenchmark: Subcommand {
         it, a quarter of the devices Android ones, fresh devices for each size) decided and stored by a
         `BatchProcessor` on its own PostgreSQL connection with a lane's session settings, as a worker's
         lane runs it, but with no broker: the messages are made in memory and what the lane would publish
-        is only checked (every verdict's `ok` against the job's expected outcome). For each batch size N (default 1,4,16,64,512), about J
-        jobs (default 2048) in batches of N, one after the other, deciding on T threads as ATTEST_WORKERS
-        (default: the cores; batches under 8 jobs on the lane's own thread). Measures per size: this
-        process's CPU (the lane's thread and the deciding threads, from getrusage) per batch and per job,
-        PostgreSQL's (--postgres-pid: the postmaster and its backends, from /proc) per job, and the
-        batches' wall time p50; then the least-squares line of the lane's CPU per batch against the batch's
-        size: a fixed cost per batch and a cost per job; and, on one thread from its own CPU clock, the
-        in-process verification CPU per job of the same jobs (parsed, decided against memory, serialized:
-        `pipeline`'s in-process side), which the cost per job is divided by.
+        is only checked (every verdict's `ok` against the job's expected outcome). For each batch size N
+        (default 1,4,16,64,512), about J jobs (default 2048) in batches of N, one after the other, deciding
+        on T threads as ATTEST_WORKERS (default: the cores; batches under 8 jobs on the lane's own thread).
+        Measures per size: this process's CPU (the lane's thread and the deciding threads, from getrusage)
+        per batch and per job, PostgreSQL's (--postgres-pid: the postmaster and its backends, from /proc)
+        per job, and the batches' wall time p50; then a line through the sizes, the lane's CPU per job
+        against 1 ÷ N by least squares (so each size weighs alike): its slope a fixed cost per batch, its
+        intercept a cost per job; and, on one thread from its own CPU clock, the in-process verification
+        CPU per job of the same jobs (parsed, decided against memory, serialized: `pipeline`'s in-process
+        side), which the cost per job is divided by.
         Database: ATTEST_DATABASE_URL or --database-url (eval "$(ops/stack env)"; ops/bench --lane runs it
         with PostgreSQL at its default durability). The run's app and rows are deleted at the end.
         --json prints one object: {"sizes": [{"size", "batches", "jobs", "workerCpuMsPerBatch",
