@@ -237,7 +237,7 @@ struct CoreBenchmark: Subcommand {
     }
 
     /// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
-    private static func threadCPUNanoseconds() -> UInt64 {
+    static func threadCPUNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)

@@ -52,10 +52,7 @@ struct LaneBenchmark: Subcommand {
             }
             if let jobs = try args.integer("jobs", min: 1) { self.jobs = jobs }
             if let threads = try args.integer("threads", min: 1) { self.threads = threads }
-            if let pid = try args.integer("postgres-pid", min: 1) {
-                guard let pid = Int32(exactly: pid) else { throw Arguments.UsageError(description: "--postgres-pid is not a PID") }
-                postgresPid = pid
-            }
+            postgresPid = try PipelineBenchmark.Options.pid(&args, "postgres-pid")
         }
     }
 
@@ -167,9 +164,10 @@ struct LaneBenchmark: Subcommand {
             let (cost, wrong) = try run(messages, expected: workload.jobs.map(\.expectedOK), size: size, processor: processor, postgres: options.postgresPid)
             sizes.append(cost)
             unexpected += wrong
-            let inProcess = inProcessCPU(workload, receivedAt: receivedAt, verifier: trust.verifier, app: BenchTrust.appRules(trust.android))
-            inProcessSeconds += inProcess.seconds
-            inProcessJobs += workload.jobs.count
+            let inProcess = workload.verifyInProcess(
+                0..<workload.devices.count, verifier: trust.verifier, app: BenchTrust.appRules(trust.android), threads: 1)
+            inProcessSeconds += inProcess.callerCPUSeconds
+            inProcessJobs += inProcess.jobs
             unexpected += inProcess.unexpected
         }
         return Results(sizes: sizes, inProcessCpuMsPerJob: inProcessSeconds * 1000 / Double(inProcessJobs), unexpected: unexpected)
@@ -206,24 +204,6 @@ struct LaneBenchmark: Subcommand {
         return (cost, unexpected)
     }
 
-    /// The jobs decided in memory on this thread, as `pipeline`'s in-process side decides them: its CPU
-    /// time and how many verdicts disagreed with the expected outcome.
-    private static func inProcessCPU(
-        _ workload: PipelineWorkload, receivedAt: String, verifier: JobVerifier, app: AppRules
-    ) -> (seconds: Double, unexpected: Int) {
-        let lines = workload.devices.map { $0.map { workload.jobs[$0].line(receivedAt: receivedAt) } }
-        let before = threadCPUSeconds()
-        var unexpected = 0
-        for (indices, deviceLines) in zip(workload.devices, lines) {
-            var device = PipelineWorkload.DeviceState()
-            for (i, line) in zip(indices, deviceLines)
-            where PipelineWorkload.decide(line, verifier: verifier, app: app, device: &device).ok != workload.jobs[i].expectedOK {
-                unexpected += 1
-            }
-        }
-        return (threadCPUSeconds() - before, unexpected)
-    }
-
     /// A verdict's `ok`; nil when the text is not a verdict object.
     private static func verdictOK(_ value: [UInt8]) -> Bool? {
         guard case .bool(let ok)? = JSONValue.parse(value)?["ok"] else { return nil }
@@ -250,11 +230,4 @@ struct LaneBenchmark: Subcommand {
     }
 
     private static func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
-
-    /// The calling thread's CPU seconds.
-    private static func threadCPUSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
 }

@@ -136,7 +136,7 @@ struct PipelineBenchmark: Subcommand {
             receiptRefresh = try ReceiptRefreshBench.Endpoint.parse(&args)
         }
 
-        private static func pid(_ args: inout Arguments, _ name: String) throws -> Int32? {
+        static func pid(_ args: inout Arguments, _ name: String) throws -> Int32? {
             guard let value = try args.integer(name, min: 1) else { return nil }
             guard let pid = Int32(exactly: value) else { throw Arguments.UsageError(description: "--\(name) is not a PID") }
             return pid
@@ -255,8 +255,11 @@ struct PipelineBenchmark: Subcommand {
 
         /// CPU seconds of a phase as milliseconds per job of it (the throughput phase's unless told), to the
         /// microsecond (PostgreSQL's 0.05 ms a job to the hundredth would hide a 10% step); null when not measured.
+        /// Seconds as milliseconds per job of `count` jobs (the throughput phase's by default).
+        private func msPerJob(_ seconds: Double, _ count: Int?) -> Double { seconds * 1000 / Double(max(1, count ?? jobs)) }
+
         private func perJob(_ seconds: Double?, _ count: Int? = nil) -> JSONValue {
-            seconds.map { .double(($0 * 1000 / Double(max(1, count ?? jobs)) * 1000).rounded() / 1000) } ?? .null
+            seconds.map { .double((msPerJob($0, count) * 1000).rounded() / 1000) } ?? .null
         }
 
         /// In-process CPU per job (its threads over its rate) ÷ the CPU every process of the throughput phase
@@ -278,12 +281,12 @@ struct PipelineBenchmark: Subcommand {
         private func roleText(_ seconds: [WorkerThreadsCPU.Role: Double]?, _ count: Int? = nil) -> String {
             guard let seconds else { return "       — (no PID)" }
             return WorkerThreadsCPU.Role.allCases.map { role in
-                "\(role.rawValue) " + String(format: "%.3f", (seconds[role] ?? 0) * 1000 / Double(max(1, count ?? jobs)))
+                "\(role.rawValue) " + String(format: "%.3f", msPerJob(seconds[role] ?? 0, count))
             }.joined(separator: ", ") + " ms/job"
         }
 
         private func cpuText(_ seconds: Double?, _ count: Int? = nil) -> String {
-            seconds.map { String(format: "%8.3f ms/job", $0 * 1000 / Double(max(1, count ?? jobs))) } ?? "       — (no PID)"
+            seconds.map { String(format: "%8.3f ms/job", msPerJob($0, count)) } ?? "       — (no PID)"
         }
 
         private static func tenths(_ ms: Double) -> Double { (ms * 10).rounded() / 10 }

@@ -192,15 +192,17 @@ struct PipelineWorkload: Sendable {
     /// with no broker and no database: parse the line, decide against the device state kept in memory (the
     /// key an attestation verified, the counter the last accepted assertion left), serialize the verdict.
     /// The devices are spread over `threads` threads, each device's jobs in order. Returns how many jobs,
-    /// how long it took and how many verdicts disagreed with the expected outcome.
+    /// how long it took, the calling thread's CPU time over the same span (every job's with one thread,
+    /// which runs them on the caller) and how many verdicts disagreed with the expected outcome.
     /// `app`: the app's rules, its Android policy among them when the stream has Android devices.
     func verifyInProcess(
         _ range: Range<Int>, verifier: JobVerifier, app: AppRules, threads: Int
-    ) -> (jobs: Int, seconds: Double, unexpected: Int) {
+    ) -> (jobs: Int, seconds: Double, callerCPUSeconds: Double, unexpected: Int) {
         let receivedAt = verifier.clock.now().rfc3339
         let groups = devices[range]
         let lines = groups.map { $0.map { jobs[$0].line(receivedAt: receivedAt) } }
         let start = DispatchTime.now().uptimeNanoseconds
+        let cpuStart = CoreBenchmark.threadCPUNanoseconds()
         let unexpected = concurrentMap(lines.count, threads: threads) { g in
             var device = DeviceState()
             return zip(groups[groups.startIndex + g], lines[g]).count { i, line in
@@ -208,7 +210,8 @@ struct PipelineWorkload: Sendable {
             }
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return (lines.reduce(0) { $0 + $1.count }, seconds, unexpected.reduce(0, +))
+        let cpuSeconds = Double(CoreBenchmark.threadCPUNanoseconds() - cpuStart) / 1e9
+        return (lines.reduce(0) { $0 + $1.count }, seconds, cpuSeconds, unexpected.reduce(0, +))
     }
 
     /// What the worker's store holds for one device's key, kept in memory by the in-process run.

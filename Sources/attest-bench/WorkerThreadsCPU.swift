@@ -68,5 +68,4 @@ enum WorkerThreadsCPU {
         seconds[.other, default: 0] += max(0, unaccounted)
         return seconds
     }
-
 }
