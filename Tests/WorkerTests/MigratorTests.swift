@@ -42,4 +42,43 @@ import Worker
         #expect(row.int(0, 0) == 8_000)
         #expect(row.bytes(0, 1) == receipt)
     }
+
+    /// Migration 0018: pages of `devices` and `device_risk` keep room, so the updates every batch makes
+    /// (none of which changes an indexed column) are HOT: a new version on the same page, no index entry.
+    /// Filled to the brim, a page has no room and every update but those on the last page adds index entries.
+    @Test func devicesAndRiskRowsAreUpdatedInPlace() throws {
+        let db = try PartitionRetentionStoreTests.Schema()
+        for table in ["devices", "device_risk"] {
+            #expect(try db.connection.execute(
+                "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass($1)", [.text(table)]).string(0, 0)
+                == "fillfactor=70")
+        }
+        // Several pages of rows, a quarter of them then updated as an assertion batch updates a device, in
+        // one transaction so that its own counters say how each update was written (the old versions stay,
+        // so a page holds the new ones only in the room kept free).
+        let rows = 400
+        let counts = try db.connection.transaction { tx throws(PGError) in
+            _ = try tx.execute(
+                """
+                INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, device_id, attested_at, last_seen_at)
+                SELECT sha256(int4send(i)), 'TEAM123456', 'com.example.a', '\\x04' || sha256(int4send(i)) || sha256(int4send(-i)),
+                    'production', 'device-' || i, now(), now()
+                FROM generate_series(1, \(rows)) AS i
+                """)
+            _ = try tx.execute(
+                """
+                UPDATE devices SET counter = counter + 1, assertion_count = assertion_count + 1, last_seen_at = now()
+                WHERE get_byte(key_id, 0) < 64
+                """)
+            return try tx.execute(
+                """
+                SELECT pg_stat_get_xact_tuples_updated('devices'::regclass), pg_stat_get_xact_tuples_hot_updated('devices'::regclass),
+                    (SELECT count(DISTINCT (ctid::text::point)[0]) FROM devices)
+                """)
+        }
+        let updated = try #require(counts.int(0, 0))
+        #expect(updated > 50)
+        #expect(counts.int(0, 1) == updated)
+        #expect(try #require(counts.int(0, 2)) > 4)
+    }
 }
