@@ -34,6 +34,12 @@ public enum EventsTable {
         return "encode(sha256(convert_to(\(([kind] + parts).joined(separator: " || ")), 'UTF8')), 'hex')"
     }
 
+    /// The SQL twins of ``OutboxEvent/appKey(teamId:bundleId:)`` and ``OutboxEvent/deviceKey(teamId:bundleId:identity:)``.
+    static func appKeySQL(team: String, bundle: String) -> String { "\(team) || '.' || \(bundle)" }
+    static func deviceKeySQL(team: String, bundle: String, identity: String) -> String {
+        "\(appKeySQL(team: team, bundle: bundle)) || '/' || \(identity)"
+    }
+
     /// RFC 3339 in UTC with microseconds, for instants in an event's detail.
     static func rfc3339SQL(_ instant: String) -> String {
         "to_char(\(instant) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
@@ -67,7 +73,7 @@ public enum EventsTable {
                     JOIN (VALUES ('\(unescaped: EventKind.quotaWarning.rawValue)', 80), ('\(unescaped: EventKind.quotaReached.rawValue)', 100),
                         ('\(unescaped: EventKind.graceStarted.rawValue)', 100)) AS k(kind, threshold) USING (threshold))
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
-            SELECT \(unescaped: eventIdSQL(kind: "k.kind", ["k.team_id", "k.bundle_id", "k.m"])), k.kind, k.team_id || '.' || k.bundle_id,
+            SELECT \(unescaped: eventIdSQL(kind: "k.kind", ["k.team_id", "k.bundle_id", "k.m"])), k.kind, \(unescaped: appKeySQL(team: "k.team_id", bundle: "k.bundle_id")),
                 k.team_id, k.bundle_id, k.reached_at,
                 CASE WHEN k.kind = '\(unescaped: EventKind.graceStarted.rawValue)'
                     THEN jsonb_build_object('month', k.m, 'devices', k.devices, 'limit', k.mad_limit,
@@ -93,17 +99,14 @@ public enum EventsTable {
 
         var query: PGQuery {
             let c = decisions.map { $0.intelligence! }
-            let eventIds = zip(decisions, c).map { d, c in
-                OutboxEvent.eventId(.riskCategoryChanged, [c.device.teamId, c.device.bundleId, c.device.identity.value, d.jobId])
-            }
-            let keys = c.map { OutboxEvent.deviceKey(teamId: $0.device.teamId, bundleId: $0.device.bundleId, identity: $0.device.identity.value) }
+            // The event's id and key are computed by the statement, for the few rows whose category changes.
             return """
             WITH x AS (
                 SELECT * FROM unnest(\(decisions.map(\.jobId))::text[], \(c.map(\.device.teamId))::text[], \(c.map(\.device.bundleId))::text[],
-                    \(c.map(\.device.identity.value))::text[], \(eventIds)::text[], \(keys)::text[],
-                    \(decisions.map { $0.receivedAt! })::timestamptz[], \(c.map(\.deviceId))::text[], \(c.map(\.riskCategory.rawValue))::text[],
-                    \(c.map { Int32(clamping: $0.assessment.score) })::int4[], \(decisions.map(\.storedPartitionAt))::timestamptz[])
-                    AS x(job, team, bundle, identity, event_id, partition_key, received, device_id, category, score, pat)),
+                    \(c.map(\.device.identity.value))::text[], \(decisions.map { $0.receivedAt! })::timestamptz[], \(c.map(\.deviceId))::text[],
+                    \(c.map(\.riskCategory.rawValue))::text[], \(c.map { Int32(clamping: $0.assessment.score) })::int4[],
+                    \(decisions.map(\.storedPartitionAt))::timestamptz[])
+                    AS x(job, team, bundle, identity, received, device_id, category, score, pat)),
             p AS (
                 SELECT d.team_id, d.bundle_id, d.identity, d.category FROM device_risk d
                 WHERE (d.team_id, d.bundle_id, d.identity) IN (SELECT team, bundle, identity FROM x)
@@ -112,7 +115,9 @@ public enum EventsTable {
                 SELECT x.*, coalesce(p.category, '\(unescaped: RiskCategory.trusted.rawValue)') AS previous
                 FROM x LEFT JOIN p ON p.team_id = x.team AND p.bundle_id = x.bundle AND p.identity = x.identity)
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
-            SELECT was.event_id, '\(unescaped: EventKind.riskCategoryChanged.rawValue)', was.partition_key, was.team, was.bundle, was.received,
+            SELECT \(unescaped: eventIdSQL(kind: "'\(EventKind.riskCategoryChanged.rawValue)'", ["was.team", "was.bundle", "was.identity", "was.job"])),
+                '\(unescaped: EventKind.riskCategoryChanged.rawValue)', \(unescaped: deviceKeySQL(team: "was.team", bundle: "was.bundle", identity: "was.identity")),
+                was.team, was.bundle, was.received,
                 jsonb_build_object('identity', was.identity, 'deviceId', was.device_id, 'jobId', was.job, 'from', was.previous,
                     'to', was.category, 'score', was.score)
             FROM was
@@ -151,7 +156,7 @@ public enum EventsTable {
                 RETURNING q.team_id, q.bundle_id, to_char(q.month, 'YYYY-MM') AS m, due.grace_end)
             INSERT INTO events (event_id, kind, partition_key, team_id, bundle_id, occurred_at, detail)
             SELECT \(unescaped: eventIdSQL(kind: "'\(EventKind.graceEnded.rawValue)'", ["m.team_id", "m.bundle_id", "m.m"])),
-                '\(unescaped: EventKind.graceEnded.rawValue)', m.team_id || '.' || m.bundle_id, m.team_id, m.bundle_id, m.grace_end,
+                '\(unescaped: EventKind.graceEnded.rawValue)', \(unescaped: appKeySQL(team: "m.team_id", bundle: "m.bundle_id")), m.team_id, m.bundle_id, m.grace_end,
                 jsonb_build_object('month', m.m)
             FROM m ORDER BY 1
             ON CONFLICT (event_id) DO NOTHING
