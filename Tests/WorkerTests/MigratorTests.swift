@@ -53,32 +53,51 @@ import Worker
                 "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass($1)", [.text(table)]).string(0, 0)
                 == "fillfactor=70")
         }
-        // Several pages of rows, a quarter of them then updated as an assertion batch updates a device, in
-        // one transaction so that its own counters say how each update was written (the old versions stay,
-        // so a page holds the new ones only in the room kept free).
+        // Several pages of rows, a quarter of them then updated as a batch updates a device's row and its
+        // risk row, in one transaction so that its own counters say how each update was written (the old
+        // versions stay, so a page holds the new ones only in the room kept free).
         let rows = 400
-        let counts = try db.connection.transaction { tx throws(PGError) in
-            _ = try tx.execute(
-                """
-                INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, device_id, attested_at, last_seen_at)
-                SELECT sha256(int4send(i)), 'TEAM123456', 'com.example.a', '\\x04' || sha256(int4send(i)) || sha256(int4send(-i)),
-                    'production', 'device-' || i, now(), now()
-                FROM generate_series(1, \(rows)) AS i
-                """)
-            _ = try tx.execute(
-                """
-                UPDATE devices SET counter = counter + 1, assertion_count = assertion_count + 1, last_seen_at = now()
-                WHERE get_byte(key_id, 0) < 64
-                """)
-            return try tx.execute(
-                """
-                SELECT pg_stat_get_xact_tuples_updated('devices'::regclass), pg_stat_get_xact_tuples_hot_updated('devices'::regclass),
-                    (SELECT count(DISTINCT (ctid::text::point)[0]) FROM devices)
-                """)
+        let tables = [
+            (
+                name: "devices",
+                insert: """
+                    INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, device_id, attested_at, last_seen_at)
+                    SELECT sha256(int4send(i)), 'TEAM123456', 'com.example.a', '\\x04' || sha256(int4send(i)) || sha256(int4send(-i)),
+                        'production', 'device-' || i, now(), now()
+                    FROM generate_series(1, \(rows)) AS i
+                    """,
+                update: """
+                    UPDATE devices SET counter = counter + 1, assertion_count = assertion_count + 1, last_seen_at = now()
+                    WHERE get_byte(key_id, 0) < 64
+                    """
+            ),
+            (
+                name: "device_risk",
+                insert: """
+                    INSERT INTO device_risk (team_id, bundle_id, identity, device_id, attestations, score, category, factors, updated_at)
+                    SELECT 'TEAM123456', 'com.example.a', encode(sha256(int4send(i)), 'hex'), 'device-' || i, 1, 0, 'trusted', '[]', now()
+                    FROM generate_series(1, \(rows)) AS i
+                    """,
+                update: """
+                    UPDATE device_risk SET failed_assertions = failed_assertions + 1, score = 10, updated_at = now()
+                    WHERE identity < '4'
+                    """
+            ),
+        ]
+        for table in tables {
+            let counts = try db.connection.transaction { tx throws(PGError) in
+                _ = try tx.execute(table.insert)
+                _ = try tx.execute(table.update)
+                return try tx.execute(
+                    """
+                    SELECT pg_stat_get_xact_tuples_updated(to_regclass($1)), pg_stat_get_xact_tuples_hot_updated(to_regclass($1)),
+                        (SELECT count(DISTINCT (ctid::text::point)[0]) FROM \(table.name))
+                    """, [.text(table.name)])
+            }
+            let updated = try #require(counts.int(0, 0))
+            #expect(updated > 50, "\(table.name)")
+            #expect(counts.int(0, 1) == updated, "\(table.name): HOT updates")
+            #expect(try #require(counts.int(0, 2)) > 4, "\(table.name): pages")
         }
-        let updated = try #require(counts.int(0, 0))
-        #expect(updated > 50)
-        #expect(counts.int(0, 1) == updated)
-        #expect(try #require(counts.int(0, 2)) > 4)
     }
 }
