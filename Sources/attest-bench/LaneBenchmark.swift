@@ -2,6 +2,7 @@ import AttestCLI
 import AttestCore
 import AttestJobs
 import AttestVerifier
+import Durations
 import Foundation
 import KafkaClient
 import PostgresClient
@@ -186,12 +187,12 @@ struct LaneBenchmark: Subcommand {
             let batch = Array(messages[start..<min(start + size, messages.count)])
             let began = ContinuousClock.now
             let outbound = try processor.process(batch)
-            walls.append(Double((ContinuousClock.now - began) / .microseconds(1)) / 1000)
+            walls.append((ContinuousClock.now - began).timeInterval * 1000)
             var answered = Set<Int64>()
             for out in outbound {
                 guard case .verdict = out.kind else { continue }
                 answered.insert(out.sourceOffset)
-                if verdictOK(out.value) != expected[Int(out.sourceOffset)] { unexpected += 1 }
+                if VerdictCollector.accepts(out.value) != expected[Int(out.sourceOffset)] { unexpected += 1 }
             }
             unexpected += batch.count - answered.count
         }
@@ -202,12 +203,6 @@ struct LaneBenchmark: Subcommand {
             size: size, batches: walls.count, jobs: messages.count, workerCpuSeconds: cpu,
             postgresCpuSeconds: PhaseCost.difference(postgresBefore, postgresAfter), batchWallP50Ms: PipelineBenchmark.percentile(walls, 0.5))
         return (cost, unexpected)
-    }
-
-    /// A verdict's `ok`; nil when the text is not a verdict object.
-    private static func verdictOK(_ value: [UInt8]) -> Bool? {
-        guard case .bool(let ok)? = JSONValue.parse(value)?["ok"] else { return nil }
-        return ok
     }
 
     /// The least-squares line through `points` (x, y): y ≈ intercept + slope × x; a single x gives slope 0.

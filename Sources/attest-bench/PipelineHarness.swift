@@ -137,7 +137,7 @@ final class VerdictCollector: Sendable {
 
     /// Whether a verdict's text says `"ok":true`, as `Verdict.json` serializes an accepted job (any such
     /// text inside a string value would be escaped).
-    private static func accepts(_ verdict: [UInt8]) -> Bool {
+    static func accepts(_ verdict: [UInt8]) -> Bool {
         let needle = Array(#""ok":true"#.utf8)
         guard verdict.count >= needle.count else { return false }
         return (0...(verdict.count - needle.count)).contains { start in
