@@ -170,6 +170,7 @@ final class PartitionTestClock: Clock {
         #expect(try db.count("SELECT count(*) FROM verdicts WHERE job_id = 'early'") == 1)
         var text = registry.render()
         #expect(text.contains(#"attest_partitions_ahead{table="verdicts"} 3"#))
+        #expect(text.contains(#"attest_partitions_attached{table="verdicts"} 6"#))  // the 5 created and DEFAULT
         #expect(text.contains(#"attest_partition_default_rows{table="verdicts"} 0"#))
         #expect(text.contains("attest_partition_maintenance_last_success_timestamp_seconds \(start.seconds)"))
 
@@ -203,6 +204,7 @@ final class PartitionTestClock: Clock {
         text = registry.render()
         #expect(text.contains(#"attest_partitions_expired{table="verdicts"} 0"#))
         #expect(text.contains(#"attest_partitions_ahead{table="verdicts"} 3"#))
+        #expect(text.contains(#"attest_partitions_attached{table="verdicts"} 8"#))
         #expect(text.contains(#"attest_partitions_ahead{table="device_risk_history"} 3"#))
         #expect(!text.contains("attest_partition_maintenance_failures_total 1"))
     }

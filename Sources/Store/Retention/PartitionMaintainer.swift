@@ -58,6 +58,7 @@ public final class PartitionMaintainer: Service {
     private let connection: PGReconnectingConnection
     private let clock: any Clock
     private let logger: Logger
+    private let attached: Gauge
     private let ahead: Gauge
     private let expired: Gauge
     private let defaultRows: Gauge
@@ -71,6 +72,10 @@ public final class PartitionMaintainer: Service {
         connection = PGReconnectingConnection(conninfo: conninfo, applicationName: "attest-worker-partitions", retryTimeout: .seconds(30))
         self.clock = clock
         self.logger = logger
+        attached = registry.gauge(
+            "attest_partitions_attached",
+            help: "Partitions attached to the table, DEFAULT included; every job's stored-verdict probe reads each of verdicts'.",
+            labelNames: ["table"])
         ahead = registry.gauge(
             "attest_partitions_ahead", help: "Partitions of the table that start after now (created ahead).", labelNames: ["table"])
         expired = registry.gauge(
@@ -135,6 +140,7 @@ public final class PartitionMaintainer: Service {
                 let catalog = try c.execute(PartitionsTable.Catalog())
                 for table in PartitionsTable.tables {
                     let existing = catalog.filter { $0.table == table && !$0.isDefault }.map(\.partition)
+            attached.labels([table]).set(Double(catalog.count { $0.table == table }))
                     for action in PartitionPlanner.plan(existing, now: now, settings.planner(table)) {
                         switch action {
                         case .create(let lower, let upper):
@@ -178,6 +184,7 @@ public final class PartitionMaintainer: Service {
         let counts = try c.execute(PartitionsTable.DefaultRows(cap: Self.defaultRowsCap))
         for table in PartitionsTable.tables {
             let existing = catalog.filter { $0.table == table && !$0.isDefault }.map(\.partition)
+            attached.labels([table]).set(Double(catalog.count { $0.table == table }))
             ahead.labels([table]).set(Double(PartitionPlanner.ahead(existing, now: now)))
             expired.labels([table]).set(Double(PartitionPlanner.expired(existing, now: now, settings.planner(table)).count))
         }
