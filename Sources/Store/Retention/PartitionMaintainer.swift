@@ -74,7 +74,7 @@ public final class PartitionMaintainer: Service {
         self.logger = logger
         attached = registry.gauge(
             "attest_partitions_attached",
-            help: "Partitions attached to the table, DEFAULT included; every job's stored-verdict probe reads each of verdicts'.",
+            help: "Partitions attached to the table, DEFAULT included (a batch looks each job up in every one of verdicts').",
             labelNames: ["table"])
         ahead = registry.gauge(
             "attest_partitions_ahead", help: "Partitions of the table that start after now (created ahead).", labelNames: ["table"])
@@ -140,7 +140,6 @@ public final class PartitionMaintainer: Service {
                 let catalog = try c.execute(PartitionsTable.Catalog())
                 for table in PartitionsTable.tables {
                     let existing = catalog.filter { $0.table == table && !$0.isDefault }.map(\.partition)
-            attached.labels([table]).set(Double(catalog.count { $0.table == table }))
                     for action in PartitionPlanner.plan(existing, now: now, settings.planner(table)) {
                         switch action {
                         case .create(let lower, let upper):
