@@ -182,8 +182,9 @@ public final class PartitionMaintainer: Service {
         let catalog = try c.execute(PartitionsTable.Catalog())
         let counts = try c.execute(PartitionsTable.DefaultRows(cap: Self.defaultRowsCap))
         for table in PartitionsTable.tables {
-            let existing = catalog.filter { $0.table == table && !$0.isDefault }.map(\.partition)
-            attached.labels([table]).set(Double(catalog.count { $0.table == table }))
+            let attachedToTable = catalog.filter { $0.table == table }
+            let existing = attachedToTable.filter { !$0.isDefault }.map(\.partition)
+            attached.labels([table]).set(Double(attachedToTable.count))
             ahead.labels([table]).set(Double(PartitionPlanner.ahead(existing, now: now)))
             expired.labels([table]).set(Double(PartitionPlanner.expired(existing, now: now, settings.planner(table)).count))
         }
