@@ -10,14 +10,16 @@ public struct PGQuery: Sendable, ExpressibleByStringInterpolation {
     /// The values bound to `$1…`, in order.
     public private(set) var binds: [PGValue]
 
-    /// The SQL as sent, placeholders numbered.
+    /// The SQL as sent, placeholders numbered. Built for every statement of every batch, so without string
+    /// interpolation (its formatting machinery was most of this getter's cost).
     public var sql: String {
         var sql = ""
         sql.reserveCapacity(literals.reduce(0) { $0 + $1.utf8.count } + 8 * binds.count)
         sql += literals[0]
-        for (index, literal) in literals.dropFirst().enumerated() {
-            sql += "$\(index + 1)"
-            sql += literal
+        for index in literals.indices.dropFirst() {
+            sql += "$"
+            sql += String(index)
+            sql += literals[index]
         }
         return sql
     }

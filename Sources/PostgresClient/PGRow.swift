@@ -19,7 +19,7 @@ public struct PGRow: Sendable {
 
     /// The column's value, nil for NULL.
     public func decode<T: PGDecodable>(_ column: String) throws(PGError) -> T? {
-        guard let position = rows.columnIndex[column] else {
+        guard let position = rows.position(of: column) else {
             throw PGError(
                 code: .missingColumn, message: "\(statement): no column \(column); the result has \(rows.columns)")
         }

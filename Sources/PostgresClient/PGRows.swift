@@ -18,15 +18,12 @@ public struct PGRows: Sendable {
     public let commandTag: String
 
     private let result: PGResult
-    /// Each column's position by name (the first, when several share one), for ``PGRow``.
-    let columnIndex: [String: Int]
 
     init(_ result: PGResult) {
         let pointer = result.pointer
         self.result = result
         count = Int(PQntuples(pointer))
         columns = (0..<PQnfields(pointer)).map { String(cString: PQfname(pointer, $0)) }
-        columnIndex = Dictionary(columns.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         affectedRows = Int(String(cString: PQcmdTuples(pointer))) ?? 0
         commandTag = String(cString: PQcmdStatus(pointer))
     }
@@ -79,8 +76,12 @@ public struct PGRows: Sendable {
     /// The column's type as the server describes it.
     func type(ofColumn column: Int) -> PGType { PGType(oid: PQftype(result.pointer, Int32(checkedColumn(column)))) }
 
+    /// The position of the first column called `name`, for ``PGRow``. A scan, not a dictionary built for
+    /// every result: a result has a handful of columns, and comparing a short name costs less than hashing it.
+    func position(of name: String) -> Int? { columns.firstIndex(of: name) }
+
     private func index(of name: String) -> Int {
-        guard let index = columnIndex[name] else {
+        guard let index = position(of: name) else {
             preconditionFailure("PGRows: no column named \(name); columns are \(columns)")
         }
         return index

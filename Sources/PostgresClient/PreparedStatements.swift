@@ -10,6 +10,21 @@ struct PreparedStatements {
     struct Key: Hashable {
         let sql: String
         let types: [Oid]
+
+        /// Hashes the types, the text's length and its last ``hashedTail`` bytes only: every statement of
+        /// every batch is looked up here, and hashing a statement's whole text (a few KB for a batch's
+        /// writes) cost more than building it. Equality still compares whole texts, so two that end alike
+        /// only share a bucket.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(types)
+            var sql = sql
+            sql.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(Self.hashedTail))))
+            }
+        }
+
+        static let hashedTail = 256
     }
 
     /// Beyond this many distinct statements the rest run unprepared, so a caller that builds SQL text

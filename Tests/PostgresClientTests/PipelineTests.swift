@@ -1,4 +1,4 @@
-import PostgresClient
+@testable import PostgresClient
 import Testing
 
 @Suite("Pipeline mode")
@@ -129,6 +129,22 @@ struct PipelineTests {
         #expect(second.first?.int(0, 0) == 42)
         let statements = try db.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement = $1", [.text(sql)])
         #expect(statements.int(0, 0) == 1)
+    }
+
+    /// The prepared statements are found by a hash of each text's length and tail only: texts that differ
+    /// only further back share a bucket and must still be told apart.
+    @Test("statements of one length and one ending, differing further back, are prepared apart")
+    func sameTailPreparedApart() throws {
+        let db = try TestDatabase.connect()
+        let tail = " /*" + String(repeating: "x", count: PreparedStatements.Key.hashedTail) + "*/"
+        let sqls = ["SELECT $1::int8 + 1" + tail, "SELECT $1::int8 - 1" + tail]
+        let rows = try db.pipeline((0..<4).map { (sqls[$0 % 2], [PGValue.int(10)]) })
+        #expect(rows.map { $0.int(0, 0) } == [11, 9, 11, 9])
+        let again = try db.pipeline(sqls.map { ($0, [PGValue.int(20)]) })
+        #expect(again.map { $0.int(0, 0) } == [21, 19])
+        let prepared = try db.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement = ANY($1::text[])", [.array(.text(sqls))])
+        #expect(prepared.int(0, 0) == 2)
     }
 
     @Test("a prepared statement reading a partitioned table by its partition key is planned once")
