@@ -15,6 +15,7 @@ import Worker
 struct LaneBenchmark: Subcommand {
     static let help = """
         usage: attest-bench lane [--json] [--sizes N,N,...] [--jobs J] [--threads T] [--postgres-pid PID]
+                                 [--stored-days D [--stored-rows R]]
 
         One batch lane in this process: the pipeline's job stream (minted as `attest-bench pipeline` mints
         it, a quarter of the devices Android ones, fresh devices for each size) decided and stored by a
@@ -32,6 +33,10 @@ struct LaneBenchmark: Subcommand {
         side), which the cost per job is divided by.
         Database: ATTEST_DATABASE_URL or --database-url (eval "$(ops/stack env)"; ops/bench --lane runs it
         with PostgreSQL at its default durability). The run's app and rows are deleted at the end.
+        --stored-days D runs the lane in a schema of its own (dropped at the end) whose `verdicts` hold D
+        day partitions before today's, each with R verdicts of another app (--stored-rows, default 5000),
+        then today's and 3 ahead empty and DEFAULT: a batch looks each new jobId up in all of them, as it
+        does on a database that keeps D days (8 with ATTEST_VERDICT_RETENTION's default).
         --json prints one object: {"sizes": [{"size", "batches", "jobs", "workerCpuMsPerBatch",
         "workerCpuMsPerJob", "postgresCpuMsPerJob", "batchWallP50Ms"}], "fixedCpuMsPerBatch",
         "cpuMsPerJob", "inProcessCpuMsPerJob"}. Exit status 1 when a verdict disagreed with its job's
@@ -44,6 +49,9 @@ struct LaneBenchmark: Subcommand {
         var threads = ProcessInfo.processInfo.activeProcessorCount
         var postgresPid: Int32?
         var databaseURL: String
+        /// Filled day partitions before today's (0: the database as it is).
+        var storedDays = 0
+        var storedRows = 5000
 
         init(_ args: inout Arguments) throws {
             databaseURL = try DatabaseOptions.url(&args)
@@ -54,6 +62,9 @@ struct LaneBenchmark: Subcommand {
             if let jobs = try args.integer("jobs", min: 1) { self.jobs = jobs }
             if let threads = try args.integer("threads", min: 1) { self.threads = threads }
             postgresPid = try PipelineBenchmark.Options.pid(&args, "postgres-pid")
+            if let days = try args.integer("stored-days", min: 0) { storedDays = days }
+            if let rows = try args.integer("stored-rows", min: 0) { storedRows = rows }
+            guard storedDays <= 400 else { throw Arguments.UsageError(description: "--stored-days is at most 400") }
         }
     }
 
@@ -128,21 +139,33 @@ struct LaneBenchmark: Subcommand {
         let runId = String(UUID().uuidString.prefix(8)).lowercased()
         let bundleId = "bench.lane.\(runId)"
         let trust = try BenchTrust(packageName: "com.example.bench.l\(runId)")
+        let schema = try options.storedDays > 0
+            ? StoredVerdictsSchema(
+                databaseURL: options.databaseURL, runId: runId, days: options.storedDays, rows: options.storedRows,
+                now: trust.verifier.clock.now())
+            : nil
         // The session settings a worker's lanes have (without them the partition being filled is scanned row
         // by row while the planner believes it small).
         let connection = PGReconnectingConnection(
-            conninfo: options.databaseURL, applicationName: "attest-bench", settings: AttestStore.sessionSettings)
+            conninfo: options.databaseURL, applicationName: "attest-bench",
+            settings: schema?.settings(AttestStore.sessionSettings) ?? AttestStore.sessionSettings)
         let migrations = try Migrator.bundled
         try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
         let store = AttestStore(connection: connection)
-        try store.upsert(AppPolicy(teamId: BenchRig.teamId, bundleId: bundleId, environments: .production, android: trust.android.policy))
         defer {
             do {
-                try connection.run { c throws(PGError) in try c.execute(BenchRigStatements.RemoveApp(teamId: BenchRig.teamId, bundleId: bundleId)) }
+                if let schema {
+                    try schema.drop()
+                } else {
+                    try connection.run { c throws(PGError) in
+                        try c.execute(BenchRigStatements.RemoveApp(teamId: BenchRig.teamId, bundleId: bundleId))
+                    }
+                }
             } catch {
                 FileHandle.standardError.write(Data("bench lane: could not delete the run's rows (bundle \(bundleId)): \(error)\n".utf8))
             }
         }
+        try store.upsert(AppPolicy(teamId: BenchRig.teamId, bundleId: bundleId, environments: .production, android: trust.android.policy))
         let processor = BatchProcessor(
             verifier: trust.verifier, store: store, devices: DeviceCache(),
             settings: BatchProcessor.Settings(verdictsTopic: "bench.lane.verdicts", deadLetterTopic: "bench.lane.dead", threads: options.threads))
