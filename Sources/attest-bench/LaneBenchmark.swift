@@ -149,9 +149,7 @@ struct LaneBenchmark: Subcommand {
         let connection = PGReconnectingConnection(
             conninfo: options.databaseURL, applicationName: "attest-bench",
             settings: schema?.settings(AttestStore.sessionSettings) ?? AttestStore.sessionSettings)
-        let migrations = try Migrator.bundled
-        try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
-        let store = AttestStore(connection: connection)
+        // Set before anything else can fail, so that no run leaves its schema or its app behind.
         defer {
             do {
                 if let schema {
@@ -162,9 +160,13 @@ struct LaneBenchmark: Subcommand {
                     }
                 }
             } catch {
-                FileHandle.standardError.write(Data("bench lane: could not delete the run's rows (bundle \(bundleId)): \(error)\n".utf8))
+                let what = schema.map { "schema \($0.name)" } ?? "bundle \(bundleId)"
+                FileHandle.standardError.write(Data("bench lane: could not delete the run's rows (\(what)): \(error)\n".utf8))
             }
         }
+        let migrations = try Migrator.bundled
+        try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
+        let store = AttestStore(connection: connection)
         try store.upsert(AppPolicy(teamId: BenchRig.teamId, bundleId: bundleId, environments: .production, android: trust.android.policy))
         let processor = BatchProcessor(
             verifier: trust.verifier, store: store, devices: DeviceCache(),
