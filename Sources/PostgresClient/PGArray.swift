@@ -1,3 +1,5 @@
+import Glibc
+
 /// A one-dimensional array parameter in PostgreSQL's binary format: a batch's rows travel as parallel
 /// arrays (`unnest($1::text[], $2::int8[], …)`), each element as it is, with no quoting, escaping or
 /// parsing on either side.
@@ -56,10 +58,14 @@ public struct PGArray: Sendable, Equatable {
 
     private static func text<C: Collection>(of elements: C) -> PGArray where C.Element == String? {
         var nul = false
+        // Through the text's contiguous UTF-8, copied and searched for NUL at once (`memchr`): appending its
+        // `utf8` view and scanning the copy byte by byte cost about a thousand instructions an element.
         var array = PGArray(Element.text, elements) { text, out in
-            let start = out.count
-            out.append(contentsOf: text.utf8)
-            nul = nul || out[start...].contains(0)
+            var text = text
+            text.withUTF8 { bytes in
+                out.append(contentsOf: bytes)
+                if !nul, let base = bytes.baseAddress { nul = memchr(base, 0, bytes.count) != nil }
+            }
         }
         array.containsNUL = nul
         return array
