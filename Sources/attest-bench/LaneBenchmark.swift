@@ -33,10 +33,11 @@ struct LaneBenchmark: Subcommand {
         side), which the cost per job is divided by.
         Database: ATTEST_DATABASE_URL or --database-url (eval "$(ops/stack env)"; ops/bench --lane runs it
         with PostgreSQL at its default durability). The run's app and rows are deleted at the end.
-        --stored-days D runs the lane in a schema of its own (dropped at the end) whose `verdicts` hold D
-        day partitions before today's, each with R verdicts of another app (--stored-rows, default 5000),
-        then today's and 3 ahead empty and DEFAULT: a batch looks each new jobId up in all of them, as it
-        does on a database that keeps D days (8 with ATTEST_VERDICT_RETENTION's default).
+        --stored-days D (at most 400) runs the lane in a schema of its own (dropped at the end) whose
+        `verdicts` hold D day partitions before today's, each with R verdicts of another app (--stored-rows,
+        default 5000, at most 10000000), then today's and 3 ahead empty and DEFAULT: a batch looks each new
+        jobId up in all of them, as it does on a database that keeps D days (8 with
+        ATTEST_VERDICT_RETENTION's default).
         --json prints one object: {"sizes": [{"size", "batches", "jobs", "workerCpuMsPerBatch",
         "workerCpuMsPerJob", "postgresCpuMsPerJob", "batchWallP50Ms"}], "fixedCpuMsPerBatch",
         "cpuMsPerJob", "inProcessCpuMsPerJob"}. Exit status 1 when a verdict disagreed with its job's
@@ -65,6 +66,7 @@ struct LaneBenchmark: Subcommand {
             if let days = try args.integer("stored-days", min: 0) { storedDays = days }
             if let rows = try args.integer("stored-rows", min: 0) { storedRows = rows }
             guard storedDays <= 400 else { throw Arguments.UsageError(description: "--stored-days is at most 400") }
+            guard storedRows <= 10_000_000 else { throw Arguments.UsageError(description: "--stored-rows is at most 10000000") }
         }
     }
 
@@ -164,8 +166,10 @@ struct LaneBenchmark: Subcommand {
                 FileHandle.standardError.write(Data("bench lane: could not delete the run's rows (\(what)): \(error)\n".utf8))
             }
         }
-        let migrations = try Migrator.bundled
-        try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
+        if schema == nil {  // a schema of the run's own was migrated when made
+            let migrations = try Migrator.bundled
+            try connection.run { c throws(PGError) in _ = try Migrator.migrate(c, migrations: migrations) }
+        }
         let store = AttestStore(connection: connection)
         try store.upsert(AppPolicy(teamId: BenchRig.teamId, bundleId: bundleId, environments: .production, android: trust.android.policy))
         let processor = BatchProcessor(

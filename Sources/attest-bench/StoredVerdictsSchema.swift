@@ -18,7 +18,8 @@ struct StoredVerdictsSchema {
     init(databaseURL: String, runId: String, days: Int, rows: Int, now: Timestamp) throws {
         name = "bench_lane_\(runId)"
         admin = PGReconnectingConnection(conninfo: databaseURL, applicationName: "attest-bench")
-        try admin.run { c throws(PGError) in try c.execute(StoredVerdictsStatements.CreateSchema(name: name)) }
+        let create = "CREATE SCHEMA \(name)"
+        try admin.run { c throws(PGError) in _ = try c.execute(create) }
         let connection = PGReconnectingConnection(
             conninfo: databaseURL, applicationName: "attest-bench", settings: settings(AttestStore.sessionSettings))
         let today = Timestamp(seconds: now.seconds - now.seconds % 86_400)
@@ -28,7 +29,7 @@ struct StoredVerdictsSchema {
                 _ = try Migrator.migrate(c, migrations: migrations)
                 for day in -days...Self.ahead {
                     let lower = today.adding(seconds: Int64(day) * 86_400)
-                    _ = try c.execute(StoredVerdictsStatements.CreatePartition(lower: lower, upper: lower.adding(seconds: 86_400)))
+                    _ = try c.execute(PartitionsTable.Create(table: "verdicts", lower: lower, upper: lower.adding(seconds: 86_400)))
                     if day < 0, rows > 0 { try c.execute(StoredVerdictsStatements.Fill(day: lower, rows: rows)) }
                 }
                 // Vacuumed too, so that autovacuum does not wake for the rows in the middle of the run.
@@ -47,35 +48,14 @@ struct StoredVerdictsSchema {
 
     /// Drops the schema with everything the run stored in it.
     func drop() throws(PGError) {
-        try admin.run { c throws(PGError) in try c.execute(StoredVerdictsStatements.DropSchema(name: name)) }
+        let drop = "DROP SCHEMA \(name) CASCADE"
+        try admin.run { c throws(PGError) in _ = try c.execute(drop) }
     }
 }
 
-/// The statements of ``StoredVerdictsSchema``. The schema's name is made here from a run id of hex digits,
-/// never from input, so it goes into the text as an identifier.
+/// The statements of ``StoredVerdictsSchema`` besides the partitions (``PartitionsTable/Create``) and the
+/// schema itself (its name is made from a run id of hex digits, never from input).
 enum StoredVerdictsStatements {
-    struct CreateSchema: PGCommandStatement {
-        let name: String
-        var query: PGQuery { "CREATE SCHEMA \(unescaped: name)" }
-    }
-
-    struct DropSchema: PGCommandStatement {
-        let name: String
-        var query: PGQuery { "DROP SCHEMA \(unescaped: name) CASCADE" }
-    }
-
-    /// One `verdicts` partition, through migration 0011's function, as maintenance makes it.
-    struct CreatePartition: PGOneRowStatement {
-        let lower: Timestamp
-        let upper: Timestamp
-
-        var query: PGQuery { "SELECT attest_partition_create('verdicts', \(lower)::timestamptz, \(upper)::timestamptz) AS moved" }
-
-        struct Row: PGRowDecodable {
-            init(row: PGRow) throws(PGError) { _ = try row.decode("moved") as Int64 }
-        }
-    }
-
     /// `rows` accepted assertions' verdicts of an app no run uses, spread over the day from `day`, each
     /// with a verdict document of a real one's size.
     struct Fill: PGCommandStatement {

@@ -52,7 +52,10 @@ import Testing
         #expect(plain.storedDays == 0 && plain.storedRows == 5000)
         let set = try Self.options(["--stored-days", "8", "--stored-rows", "100"])
         #expect(set.storedDays == 8 && set.storedRows == 100)
-        for bad in [["--stored-days", "401"], ["--stored-days", "-1"], ["--stored-rows", "-1"], ["--stored-days", "many"]] {
+        for bad in [
+            ["--stored-days", "401"], ["--stored-days", "-1"], ["--stored-rows", "-1"], ["--stored-rows", "10000001"],
+            ["--stored-days", "many"],
+        ] {
             #expect(throws: Arguments.UsageError.self) { try Self.options(bad) }
         }
     }

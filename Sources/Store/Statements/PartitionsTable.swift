@@ -5,7 +5,7 @@ import PostgresClient
 /// `device_risk_history` as the catalog has them, the lock that lets one worker at a time change them, and
 /// the changes (through migration 0011's functions, which build the DDL from checked names), plus the
 /// row retention of what partitions do not cover: the DEFAULT partitions and the billing months.
-enum PartitionsTable {
+public enum PartitionsTable {
     /// The tables maintained, as their SQL names.
     static let tables = ["verdicts", "device_risk_history"]
 
@@ -85,17 +85,24 @@ enum PartitionsTable {
     }
 
     /// Creates the partition [lower, upper) of `table`, moving into it the rows the DEFAULT partition holds
-    /// in that range; returns how many it moved.
-    struct Create: PGOneRowStatement {
+    /// in that range; returns how many it moved. Public for `attest-bench lane --stored-days`, which makes
+    /// a retention's partitions as maintenance does.
+    public struct Create: PGOneRowStatement {
         let table: String
         let lower: Timestamp
         let upper: Timestamp
 
-        var query: PGQuery { "SELECT attest_partition_create(\(table), \(lower)::timestamptz, \(upper)::timestamptz) AS moved" }
+        public init(table: String, lower: Timestamp, upper: Timestamp) {
+            self.table = table
+            self.lower = lower
+            self.upper = upper
+        }
 
-        struct Row: PGRowDecodable {
-            let moved: Int64
-            init(row: PGRow) throws(PGError) { moved = try row.decode("moved") }
+        public var query: PGQuery { "SELECT attest_partition_create(\(table), \(lower)::timestamptz, \(upper)::timestamptz) AS moved" }
+
+        public struct Row: PGRowDecodable {
+            public let moved: Int64
+            public init(row: PGRow) throws(PGError) { moved = try row.decode("moved") }
         }
     }
 
