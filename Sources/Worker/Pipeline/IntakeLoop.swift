@@ -78,11 +78,14 @@ final class IntakeLoop: KafkaRebalanceDelegate, @unchecked Sendable {
             guard !messages.isEmpty else { continue }
             metrics.readiness.markReady(.broker)
             let consumedMs = stages.nowMilliseconds()
+            // One count per run of a topic, not per message: finding a labelled series hashes its labels.
+            var runs = [(topic: String, count: Int)]()
             for i in messages.indices {
                 messages[i].consumedMs = consumedMs
-                metrics.consumed.labels([messages[i].topic]).increment()
+                if runs.last?.topic == messages[i].topic { runs[runs.count - 1].count += 1 } else { runs.append((messages[i].topic, 1)) }
                 stages.observe(.broker, since: messages[i].timestampMs, now: consumedMs)
             }
+            for run in runs { metrics.consumed.labels([run.topic]).increment(by: Double(run.count)) }
             intake.apply { $0.received(messages) }
         }
         intake.apply { $0.pollStopped() }
