@@ -51,6 +51,11 @@ extension LiveStack {
             let expectedBad = Double(stream.expected.values.filter { !$0.ok }.count)
             #expect(counted.filter { $0.labels["reason"] == "signature_invalid" }.map(\.value).reduce(0, +) == expectedBad)
             #expect(samples.contains { $0.name == "attest_dead_letters_total" && $0.labels["reason"] == "job_invalid" && $0.value == 1 })
+            // Every message taken from the jobs topic is counted under it, the poison one included (each poll
+            // adds its messages once per topic).
+            #expect(samples.contains {
+                $0.name == "attest_jobs_consumed_total" && $0.labels["topic"] == topics.jobs && $0.value == Double(stream.messages.count)
+            })
 
             try validate(verdicts.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "verdict")
             try validate(dead.messages.map { String(decoding: $0.value, as: UTF8.self) }, schema: "deadletter")
