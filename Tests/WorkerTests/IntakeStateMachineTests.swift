@@ -506,6 +506,25 @@ import Testing
         #expect(m.inFlight == 0 && m.hasInBatch([p0]))
     }
 
+    /// The lanes wait for messages: an acknowledgement wakes the waiters only while a revocation or the
+    /// shutdown's drain waits for jobs to finish.
+    @Test func anAcknowledgementWakesTheWaitersOnlyWhileSomeoneWaitsForIt() {
+        var m = machine(batchSize: 4)
+        let p0s = messages(p0, 0..<4)
+        _ = m.received(p0s)
+        _ = take(&m)
+        #expect(!finish(&m, p0s[0]).contains(.wakeWaiters), "running, nothing revoking: no one waits for it")
+        m.revoking([p0])
+        #expect(finish(&m, p0s[1]).contains(.wakeWaiters), "a revocation waits for its partitions' batch")
+        _ = m.revocation(of: [p0], timedOut: true)
+        let p1s = messages(p1, 0..<2)
+        _ = m.received(p1s)
+        _ = take(&m)
+        #expect(!finish(&m, p1s[0]).contains(.wakeWaiters), "the revocation is over")
+        _ = m.stop()
+        #expect(finish(&m, p1s[1]).contains(.wakeWaiters), "stopping: the drain waits for every job taken")
+    }
+
     @Test func aRevocationEndsOnceItsBatchIsAcknowledged() {
         var m = machine(batchSize: 2)
         let batch = messages(p0, 0..<2)
