@@ -391,8 +391,8 @@ struct IntakeStateMachine {
 
     /// Whether a thread may be waiting for jobs to finish: a revocation for its partitions' batches, or the
     /// shutdown for every job taken. The lanes wait for messages, not for acknowledgements: woken for every
-    /// verdict the broker acknowledged, an idle lane woke and slept again for nothing (1.5% of the worker's
-    /// CPU at 1,000 jobs/s in `ops/profile --latency`).
+    /// verdict the broker acknowledged, an idle lane woke and slept again for nothing (at 1,000 jobs/s the
+    /// lanes' waiting took 1.93% of the worker's samples, 0.77% once only those waiters were woken).
     private var awaitsAcknowledgements: Bool {
         !awaitedRevocations.isEmpty || phase != .running
     }
