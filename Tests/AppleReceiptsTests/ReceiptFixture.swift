@@ -68,14 +68,21 @@ enum DeviceCheckKeys {
         -----END PRIVATE KEY-----
         """
 
-    /// `text` in a new file of a temporary folder; its path.
-    static func write(_ text: String, name: String = "AuthKey.p8") throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("devicecheck-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let path = folder.appendingPathComponent(name).path
+    /// `text` in a new file of this test process's folder; its path.
+    static func write(_ text: String) throws -> String {
+        let path = folder.appendingPathComponent("\(UUID().uuidString).p8").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
+
+    /// One folder for the process's key files, removed when it exits: runs leave nothing in the temporary
+    /// folder.
+    private static let folder: URL = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("devicecheck-\(getpid())")
+        try! FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: DeviceCheckKeys.folder) }
+        return folder
+    }()
 }
 
 /// A clock a test moves.

@@ -8,6 +8,7 @@ import Worker
 
     @Test func defaultsApplyAndTheEnvironmentWinsOverTheFile() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("cfg-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
         try "# comment\nATTEST_BATCH_SIZE=64\nATTEST_VERDICTS_TOPIC = from.file\n".write(toFile: file, atomically: true, encoding: .utf8)
         let (configuration, _) = try WorkerConfiguration.load(
             file: file, environment: required.merging(["ATTEST_VERDICTS_TOPIC": "from.env", "PATH": "/bin"]) { a, _ in a })
