@@ -21,7 +21,11 @@
     README.md, CHANGELOG.md, Package.swift, docker-compose.yml; globs allowed) exists;
   - every HTTP route (`/v1/…`, `/healthz`, `/.well-known/…`, with its method when one precedes it) is one
     the worker registers (`routes.add(...)` under Sources/, attest-bench's stand-in excluded), a path
-    under a prefix route counting as that route.
+    under a prefix route counting as that route;
+- in docs/ARCHITECTURE.md, docs/THREAT_MODEL.md and docs/CHECK_ORDER.md, which walk through the code by its
+  names: every Swift name in a code span (`Type`, `Type.member`, `Module.name`, `member(label:)`, a test
+  suite or test) is declared under Sources/, Tests/ or Fuzz/; a lone lowerCamel member may instead be a JSON
+  field the code spells in a string.
 
 Usage: python3 Tests/ops/check_docs.py PATH/TO/attest-worker [--bench PATH/TO/attest-bench] [--root DIR]
 (one line per problem and exit 1; exit 0 with a summary; exit 2 on a usage error)
@@ -396,6 +400,61 @@ for document, text in texts.items():
         elif method and not any(m == method or (method == "HEAD" and m == "GET") for m, _ in served):
             problems.append(f"{where}: {method} {path}: the worker serves it for {', '.join(sorted({m for m, _ in served}))}")
 counts["routes"] = routes_seen
+
+# Swift names in the docs that walk through the code: every type, `Type.member`, module or member a code span
+# gives is declared under Sources/, Tests/ or Fuzz/ (a member may also be a JSON field the code spells in a
+# string), so a rename or a removed test breaks the check, not the walk.
+NAMED_DOCUMENTS = ("docs/ARCHITECTURE.md", "docs/THREAT_MODEL.md", "docs/CHECK_ORDER.md")
+sources = {path: path.read_text(encoding="utf-8") for folder in ("Sources", "Tests", "Fuzz")
+           for path in (root / folder).rglob("*.swift")}
+DECLARATION = r"\b(?:class|struct|enum|protocol|actor|typealias|extension)\s+"
+files_of = {}  # type -> the text of the files that declare or extend it
+for path, source in sources.items():
+    for declared in set(re.findall(DECLARATION + r"(?:\w+\.)*([A-Z]\w*)", source)):
+        files_of[declared] = files_of.get(declared, "") + source
+modules = {path.name for folder in ("Sources", "Tests", "Fuzz") if (root / folder).is_dir()
+           for path in (root / folder).iterdir() if path.is_dir()}
+
+
+def declares(text, name):
+    """Whether `text` declares `name`: a type, or a func, var, let, init label or enum case."""
+    if name[0].isupper():
+        return re.search(DECLARATION + rf"(?:\w+\.)*{name}\b", text) is not None
+    if re.search(rf"\b(?:func|var|let)\s+`?{name}\b", text):
+        return True
+    return any(re.search(rf"(?:^|,)\s*`?{name}\b", cases) for cases in re.findall(r"\bcase\s+([^\n=:{]+)", text))
+
+
+everything = "\n".join(sources.values())
+names_seen = 0
+for document in NAMED_DOCUMENTS:
+    text = texts.get(document, "")
+    for match in re.finditer(r"`([^`\n]+)`", text):
+        span = match[1].strip()
+        name = re.fullmatch(r"(\w+(?:\.\w+)*)(?:\((?:\w*:)*\))?", span)
+        if not name:
+            continue
+        parts = name[1].split(".")
+        first, where = parts[0], f"{document}:{line_of(text, match.start())}"
+        if first[0].isupper() and re.search(r"[a-z]", first) and "_" not in first:
+            names_seen += 1
+            if first in modules and first not in files_of:
+                scope, parts = everything, parts[1:]
+            elif first in files_of:
+                scope, parts = files_of[first], parts[1:]
+            else:
+                problems.append(f"{where}: `{span}`: no type or module {first} under Sources/, Tests/ or Fuzz/")
+                continue
+            for member in parts:
+                if not declares(scope, member):
+                    problems.append(f"{where}: `{span}`: {member} is not declared where {first} is")
+                    break
+                scope = files_of.get(member, scope) if member[0].isupper() else scope
+        elif len(parts) == 1 and re.fullmatch(r"[a-z]+[A-Z]\w*", first):
+            names_seen += 1
+            if not declares(everything, first) and f'"{first}"' not in everything:
+                problems.append(f"{where}: `{span}`: nothing declares {first}")
+counts["Swift names"] = names_seen
 
 summary = (", ".join(f"{n} {what}" for what, n in counts.items())
            + f" checked in {len(documents)} documents, CHANGELOG.md and docs/CONFIGURATION.md")

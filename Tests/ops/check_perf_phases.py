@@ -28,6 +28,7 @@ LANE = "$s6Worker14BatchProcessorC7process_7timingsSayAA8OutboundVGSay12KafkaRec
 FINISH = "$s6Worker14BatchProcessorC6finish33_01AD4B4D5971F7170D84F76B1A08E6EDLL_3now"
 CHECK = "$s10AttestJobs11JobVerifierV5checkyAC7CheckedVAA0C0V_AA0C11CheckInputsVtF"
 GATHER = "$s5Store0A11TransactionC6gatheryAA8GatheredVAA13GatherRequestV14PostgresClient7PGErrorVYKF"
+DECIDE_CLOSURE = "$s6Worker14BatchProcessorC6decide_3now10challenges_SayAC7DecidedVGSayAC8JobEntryVG_yXEfU_"
 IN_PROCESS = "$s12attest_bench16PipelineWorkloadV15verifyInProcess_8verifier3app7threadsSi4jobs"
 MINT = "$s12attest_bench16PipelineWorkloadV10mintDevice"
 
@@ -41,6 +42,7 @@ LANE_SCRIPT = "\n".join([
     sample("attest-bench", 400000, "memcpy", FINISH, LANE),                  # token and JSON
     sample("attest-bench", 200000, "swift_retain", GATHER, LANE),            # gather
     sample("attest-bench", 200000, "swift_release", LANE),                   # rest of the batch
+    sample("oot.default-qos", 100000, "EC_POINT_mul", CHECK, DECIDE_CLOSURE, "_dispatch_worker_thread"),  # the lane's, on another thread
     sample("attest-bench", 300000, "EC_POINT_mul", CHECK, IN_PROCESS),       # in-process checks
     sample("attest-bench", 100000, "malloc", IN_PROCESS),                    # in-process other
     sample("attest-bench", 900000, "EC_POINT_mul", MINT),                    # neither side: left out
@@ -71,7 +73,7 @@ def run(*args):
 
 
 split = perf_phases.split(LANE_SCRIPT, two_sides=True)
-expect("lane phases", split.get("lane"), {"checks": 400000, "token and JSON": 400000, "gather": 200000, "rest of the batch": 200000})
+expect("lane phases", split.get("lane"), {"checks": 500000, "token and JSON": 400000, "gather": 200000, "rest of the batch": 200000})
 expect("in-process phases", split.get("in-process"), {"checks": 300000, "other": 100000})
 expect("worker phases", perf_phases.split(WORKER_SCRIPT, two_sides=False).get("worker"),
        {"checks": 300000, "Kafka client": 100000, "other": 100000})
@@ -84,9 +86,9 @@ with tempfile.TemporaryDirectory() as tmp:
     if code == 0:
         report = json.loads(out)
         rows = {row["phase"]: row for row in report["phases"]}
-        expect("lane ms per job", report["lane"], 0.6)               # 1.2 ms over 2 jobs
+        expect("lane ms per job", report["lane"], 0.65)              # 1.3 ms over 2 jobs
         expect("in-process ms per job", report["inProcess"], 0.1)    # 0.4 ms over 4 jobs
-        expect("checks' excess", rows["checks"]["excess"], 0.2 - 0.075)
+        expect("checks' excess", rows["checks"]["excess"], 0.25 - 0.075)
         expect("phases in order", [row["phase"] for row in report["phases"]][:3], ["checks", "record", "message"])
     worker = pathlib.Path(tmp, "worker.script")
     worker.write_text(WORKER_SCRIPT)

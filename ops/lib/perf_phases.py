@@ -7,7 +7,8 @@ anywhere in its chain, else to "other". The CPU of each phase is the sum of its 
 figures are CPU time, whatever the sampling frequency.
 
 Two sides, for `attest-bench lane`: a sample is the lane's when its chain runs through the batch
-processor's `process`, the in-process verification's when through `verifyInProcess`; the rest of that
+processor's `process` or `decide` (on the threads a large batch is decided on with --threads above 1),
+the in-process verification's when through `verifyInProcess`; the rest of that
 process (minting jobs, setting up) is left out. With --lane-jobs and --in-process-jobs, each side's
 phases are given in ms per job, and the lane's excess over the in-process side phase by phase. A
 profile of the worker has one side: every sample is the worker's, given as a share of its CPU, and in ms
@@ -39,7 +40,9 @@ PHASES = [
     ("rest of the batch", ("6Worker14BatchProcessorC7process",), "the batch's own bookkeeping and answers"),
     ("Kafka client", ("rd_kafka_",), "librdkafka's threads and calls"),
 ]
-LANE_SIDE = "6Worker14BatchProcessorC7process"
+# The lane's samples run through `process` on its own thread, and through `decide` (its closures) on the
+# threads it shares a large batch with.
+LANE_SIDE = ("6Worker14BatchProcessorC7process", "6Worker14BatchProcessorC6decide")
 IN_PROCESS_SIDE = "16PipelineWorkloadV15verifyInProcess"
 HEADER = re.compile(r"^(?P<comm>\S.*?)\s+(?P<tid>\d+)\s+(?P<period>\d+)\s*$")
 
@@ -68,7 +71,7 @@ def split(text, two_sides):
     result = {}
     for period, chain in samples(text):
         if two_sides:
-            if LANE_SIDE in chain:
+            if any(symbol in chain for symbol in LANE_SIDE):
                 side = "lane"
             elif IN_PROCESS_SIDE in chain:
                 side = "in-process"
@@ -113,7 +116,7 @@ def check_symbols(binaries):
             usage(f"nm {binary} failed: {out.stderr.strip()}")
         defined.update(line.split()[-1] for line in out.stdout.splitlines() if line.strip())
     wanted = [(name, symbol) for name, symbols, _ in PHASES for symbol in symbols]
-    wanted += [("lane side", LANE_SIDE), ("in-process side", IN_PROCESS_SIDE)]
+    wanted += [("lane side", symbol) for symbol in LANE_SIDE] + [("in-process side", IN_PROCESS_SIDE)]
     missing = [(name, symbol) for name, symbol in wanted if not any(symbol in s for s in defined)]
     for name, symbol in missing:
         print(f"perf_phases.py: no symbol holds {symbol!r} ({name}): rename it in ops/lib/perf_phases.py")
