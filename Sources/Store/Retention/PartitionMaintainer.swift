@@ -11,7 +11,9 @@ import Synchronization
 /// under it and carries out the first action ``PartitionPlanner`` plans, so two workers never act on a
 /// stale view. A round creates what is missing (nearest to now first), drops at most one expired partition,
 /// then deletes a chunk of the rows kept outside partitions (the DEFAULT partitions' old rows, old billing
-/// months). Every worker, lock holder or not, exports the gauges from the catalog after its round.
+/// months), and finishes migration 0019's index by decision time where it is not finished (each partition's
+/// built concurrently and attached, then the btree it replaces dropped). Every worker, lock holder or not,
+/// exports the gauges from the catalog after its round.
 ///
 /// A row never waits for maintenance: the DEFAULT partition takes a row whose partition is missing (maintenance
 /// behind, a clock far off), `attest_partition_default_rows` reports it, and creating the partition later
@@ -43,6 +45,8 @@ public final class PartitionMaintainer: Service {
         public var created = 0
         public var dropped = 0
         public var purged: Int64 = 0
+        /// Partitions whose index by decision time this round built (migration 0019).
+        public var timeIndexes = 0
         /// Whether this worker held the lock for the round's changes.
         public var locked = false
     }
@@ -96,9 +100,10 @@ public final class PartitionMaintainer: Service {
         let task = PeriodicTask(name: "partitions", every: settings.interval) { [self] in
             do throws(PGError) {
                 let round = try runRound()
-                if round.created + round.dropped > 0 || round.purged > 0 {
+                if round.created + round.dropped + round.timeIndexes > 0 || round.purged > 0 {
                     logger.info("partition maintenance", [
                         ("created", .int(Int64(round.created))), ("dropped", .int(Int64(round.dropped))), ("purged", .int(round.purged)),
+                        ("timeIndexes", .int(Int64(round.timeIndexes))),
                     ])
                 }
             } catch {
@@ -172,8 +177,48 @@ public final class PartitionMaintainer: Service {
                 return defaults.deleted + billing.deleted
             }
         }
+        round.timeIndexes = try finishTimeIndex(c)
         try export(c)
         return round
+    }
+
+    /// Migration 0019's BRIN index of verdicts by decision time, finished beside the batches: each partition
+    /// that lacks its index gets one built `CONCURRENTLY` (inserts go on) and attached; once every partition
+    /// has one, the table's index is valid and the btree it replaces is dropped. A concurrent build cannot run
+    /// in a transaction, so it runs under the session-scoped form of the maintenance lock; one interrupted
+    /// (a worker stopped or killed) leaves an invalid index that the next round drops and builds again.
+    /// Returns the partitions indexed.
+    private func finishTimeIndex(_ c: PGConnection) throws(PGError) -> Int {
+        var state = try c.execute(PartitionsTable.TimeIndexState())
+        guard state.present, !state.valid || state.btree else { return 0 }
+        var built = 0
+        if !state.valid {
+            guard try c.execute(PartitionsTable.TrySessionLock(key: Self.lockKey)).locked else { return 0 }
+            do {
+                for work in try c.execute(PartitionsTable.TimeIndexWork()) {
+                    try c.executeScript(work.drop)
+                    try c.executeScript(work.create)
+                    try c.transaction { c throws(PGError) in
+                        try c.execute(PartitionsTable.LockTimeout())
+                        try c.executeScript(work.attach)
+                    }
+                    built += 1
+                }
+            } catch {
+                _ = try? c.execute(PartitionsTable.SessionUnlock(key: Self.lockKey))
+                throw error
+            }
+            _ = try c.execute(PartitionsTable.SessionUnlock(key: Self.lockKey))
+            state = try c.execute(PartitionsTable.TimeIndexState())
+        }
+        if state.valid && state.btree {
+            try c.transaction { c throws(PGError) in
+                try c.execute(PartitionsTable.LockTimeout())
+                guard try c.execute(PartitionsTable.TryLock(key: Self.lockKey)).locked else { return }
+                try c.execute(PartitionsTable.DropTimeBtree())
+            }
+        }
+        return built
     }
 
     /// The gauges from the catalog as it is now.

@@ -84,6 +84,100 @@ public enum PartitionsTable {
         }
     }
 
+    /// The session-scoped form of ``TryLock``, for work that cannot run in a transaction (a concurrent
+    /// index build): held until ``SessionUnlock`` or the session's end, so a worker killed in the middle
+    /// never keeps it. It excludes the transaction-scoped one, so one worker at a time does either.
+    struct TrySessionLock: PGOneRowStatement {
+        typealias Row = TryLock.Row
+        let key: Int32
+
+        var query: PGQuery { "SELECT pg_try_advisory_lock(\(key)::int4, hashtext(current_schema())) AS locked" }
+    }
+
+    /// Releases ``TrySessionLock``.
+    struct SessionUnlock: PGOneRowStatement {
+        typealias Row = TryLock.Row
+        let key: Int32
+
+        var query: PGQuery { "SELECT pg_advisory_unlock(\(key)::int4, hashtext(current_schema())) AS locked" }
+    }
+
+    /// Where migration 0019's BRIN index of verdicts by decision time stands: whether the table's index
+    /// exists (not before 0019), whether it is valid (every partition's attached) and whether the btree it
+    /// replaces is still there.
+    struct TimeIndexState: PGOneRowStatement {
+        var query: PGQuery {
+            """
+            SELECT to_regclass('verdicts_decided_brin') IS NOT NULL AS present,
+                coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('verdicts_decided_brin')), false) AS valid,
+                to_regclass('verdicts_decided') IS NOT NULL AS btree
+            """
+        }
+
+        struct Row: PGRowDecodable {
+            let present: Bool
+            let valid: Bool
+            let btree: Bool
+
+            init(row: PGRow) throws(PGError) {
+                present = try row.decode("present")
+                valid = try row.decode("valid")
+                btree = try row.decode("btree")
+            }
+        }
+    }
+
+    /// For each partition of verdicts without its index by decision time attached (only once migration
+    /// 0019 is applied, which names them): the statements that build it, each to run on its own outside a
+    /// transaction, quoted by the database (`format`'s %I). First drops what an interrupted build left (an
+    /// invalid index under that name), then builds it `CONCURRENTLY` (inserts go on), then attaches it.
+    struct TimeIndexWork: PGStatement {
+        var query: PGQuery {
+            """
+            SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I.%I', n.nspname, attest_time_index_name(c.relname)) AS drop_sql,
+                format('CREATE INDEX CONCURRENTLY %I ON %I.%I USING brin (decided_at)',
+                    attest_time_index_name(c.relname), n.nspname, c.relname) AS create_sql,
+                format('ALTER INDEX %I.verdicts_decided_brin ATTACH PARTITION %I.%I',
+                    pn.nspname, n.nspname, attest_time_index_name(c.relname)) AS attach_sql
+            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace
+            WHERE i.inhparent = to_regclass('verdicts')
+                AND NOT EXISTS (
+                    SELECT FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
+                    WHERE ii.inhparent = to_regclass('verdicts_decided_brin') AND x.indrelid = c.oid)
+            ORDER BY c.relname
+            """
+        }
+
+        struct Row: PGRowDecodable {
+            let drop: String
+            let create: String
+            let attach: String
+
+            init(row: PGRow) throws(PGError) {
+                drop = try row.decode("drop_sql")
+                create = try row.decode("create_sql")
+                attach = try row.decode("attach_sql")
+            }
+        }
+    }
+
+    /// Drops the btree that migration 0019's BRIN index replaces, once that index is valid (checked again
+    /// here, under the caller's lock).
+    struct DropTimeBtree: PGCommandStatement {
+        var query: PGQuery {
+            """
+            DO $$
+            BEGIN
+                IF (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('verdicts_decided_brin'))
+                    AND to_regclass('verdicts_decided') IS NOT NULL THEN
+                    DROP INDEX verdicts_decided;
+                END IF;
+            END $$
+            """
+        }
+    }
+
     /// Creates the partition [lower, upper) of `table`, moving into it the rows the DEFAULT partition holds
     /// in that range; returns how many it moved. Public for `attest-bench lane --stored-days`, which makes
     /// a retention's partitions as maintenance does.
