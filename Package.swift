@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "Store",
             dependencies: ["AppleReceipts", "AttestCore", "AttestCrypto", "AttestVerifier", "AttestJobs", "AttestTokens", "DeviceIntelligence",
-                "PostgresClient", "Observability", "Lifecycle"],
+                "PostgresClient", "Observability", "Lifecycle", "Durations"],
             resources: [.copy("Migrations")]
         ),
         // The service: configuration, the consume → verify → store → publish pipeline, its HTTP endpoints and

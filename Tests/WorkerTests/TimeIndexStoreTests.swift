@@ -15,10 +15,12 @@ import Testing
     static let minute = PartitionPlanner.Settings(widthSeconds: 60, retentionSeconds: 180, lookbackSeconds: 60, ahead: 3)
     static let start = Timestamp(seconds: 1_796_083_200 + 7 * 86_400)
 
-    static func maintainer(_ db: R.Schema, _ clock: PartitionTestClock) -> PartitionMaintainer {
-        PartitionMaintainer(
-            settings: .init(verdicts: minute, riskHistory: minute, billingMonths: 25, interval: .seconds(60)),
-            conninfo: db.url, clock: clock, registry: MetricsRegistry(), logger: Logger(level: .error))
+    static func maintainer(
+        _ db: R.Schema, _ clock: PartitionTestClock, adjust: (inout PartitionMaintainer.Settings) -> Void = { _ in }
+    ) -> PartitionMaintainer {
+        var settings = PartitionMaintainer.Settings(verdicts: minute, riskHistory: minute, billingMonths: 25, interval: .seconds(60))
+        adjust(&settings)
+        return PartitionMaintainer(settings: settings, conninfo: db.url, clock: clock, registry: MetricsRegistry(), logger: Logger(level: .error))
     }
 
     /// Each partition of verdicts with the access method of its index by decision time attached to
@@ -102,5 +104,55 @@ import Testing
         // Every row is still there, and read by decision time.
         #expect(try db.count("SELECT count(*) FROM verdicts WHERE decided_at >= '2026-12-08T00:00:00Z'") == 3)
         #expect(try maintainer.runRound().timeIndexes == 0)
+    }
+
+    @Test func anotherWorkersMaintenanceLockHoldsTheBuildsBack() throws {
+        let db = try R.Schema(upTo: 18)
+        let clock = PartitionTestClock(Self.start)
+        let maintainer = Self.maintainer(db, clock)
+        #expect(try maintainer.runRound().created == 10)
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
+        #expect(try store.commit([R.decision("a", at: Self.start)]).outcomes == [.stored])
+        _ = try Migrator.migrate(db.connection, migrations: Migrator.bundled)
+
+        // Another worker's round holds the maintenance lock (a 0.9.10 worker's takes the same one).
+        let holder = try PGConnection(conninfo: db.url)
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT pg_advisory_xact_lock($1::int4, hashtext(current_schema()))", [.int(Int64(PartitionMaintainer.lockKey))])
+        #expect(try maintainer.runRound().timeIndexes == 0)
+        #expect(try !Self.valid(db))
+        #expect(try Self.timeIndexes(db).btrees.count == 7)
+        try holder.execute("ROLLBACK")
+
+        #expect(try maintainer.runRound().timeIndexes == 1)
+        #expect(try Self.valid(db))
+        #expect(try Self.timeIndexes(db).btrees.isEmpty)
+    }
+
+    @Test func aBuildWaitingBehindALongTransactionFailsAndTheNextRoundMakesIt() throws {
+        let db = try R.Schema(upTo: 18)
+        let clock = PartitionTestClock(Self.start)
+        #expect(try Self.maintainer(db, clock).runRound().created == 10)
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
+        #expect(try store.commit([R.decision("a", at: Self.start)]).outcomes == [.stored])
+        _ = try Migrator.migrate(db.connection, migrations: Migrator.bundled)
+
+        // A transaction of another session, older than the build, which a concurrent build waits for.
+        let holder = try PGConnection(conninfo: db.url)
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT txid_current()")
+        let impatient = Self.maintainer(db, clock) {
+            $0.buildLockTimeout = .seconds(1)
+            $0.retryTimeout = .zero
+        }
+        let error = try #require(throws: PGError.self) { try impatient.runRound() }
+        #expect(error.sqlState == "55P03", "\(error)")
+        #expect(try !Self.valid(db))
+        try holder.execute("COMMIT")
+
+        // What the failed build left is dropped and the index made.
+        #expect(try Self.maintainer(db, clock).runRound().timeIndexes == 1)
+        #expect(try Self.valid(db))
+        #expect(try Self.timeIndexes(db).btrees.isEmpty)
     }
 }

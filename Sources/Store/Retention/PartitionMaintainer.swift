@@ -1,4 +1,5 @@
 import AttestCore
+import Durations
 import Lifecycle
 import Observability
 import PostgresClient
@@ -29,6 +30,11 @@ public final class PartitionMaintainer: Service {
         public var maxActions: Int = 16
         /// Rows deleted per table per round outside partitions.
         public var purgeChunk: Int64 = 10_000
+        /// How long a concurrent index build (migration 0019's) waits for older transactions before it fails
+        /// and leaves it to the next round.
+        public var buildLockTimeout: Duration = .seconds(60)
+        /// How long a round retries transient failures (an outage, a lock timeout) before it fails.
+        public var retryTimeout: Duration = .seconds(30)
 
         public init(verdicts: PartitionPlanner.Settings, riskHistory: PartitionPlanner.Settings, billingMonths: Int, interval: Duration) {
             self.verdicts = verdicts
@@ -73,7 +79,7 @@ public final class PartitionMaintainer: Service {
     public init(settings: Settings, conninfo: String, clock: any Clock, registry: MetricsRegistry, logger: Logger) {
         self.settings = settings
         // Its own connection, giving up on an outage after a while (the next round tries again).
-        connection = PGReconnectingConnection(conninfo: conninfo, applicationName: "attest-worker-partitions", retryTimeout: .seconds(30))
+        connection = PGReconnectingConnection(conninfo: conninfo, applicationName: "attest-worker-partitions", retryTimeout: settings.retryTimeout)
         self.clock = clock
         self.logger = logger
         attached = registry.gauge(
@@ -185,8 +191,9 @@ public final class PartitionMaintainer: Service {
     /// Migration 0019's BRIN index of verdicts by decision time, finished beside the batches: each partition
     /// that lacks its index gets one built `CONCURRENTLY` (inserts go on) and attached; once every partition
     /// has one, the table's index is valid and the btree it replaces is dropped. A concurrent build cannot run
-    /// in a transaction, so it runs under the session-scoped form of the maintenance lock; one interrupted
-    /// (a worker stopped or killed) leaves an invalid index that the next round drops and builds again.
+    /// in a transaction, so it runs under the session-scoped form of the maintenance lock, waiting at most
+    /// `buildLockTimeout` for older transactions; one that fails or is interrupted (a worker stopped or
+    /// killed) leaves an invalid index that the next round drops and builds again.
     /// Returns the partitions indexed.
     private func finishTimeIndex(_ c: PGConnection) throws(PGError) -> Int {
         var state = try c.execute(PartitionsTable.TimeIndexState())
@@ -195,6 +202,7 @@ public final class PartitionMaintainer: Service {
         if !state.valid {
             guard try c.execute(PartitionsTable.TrySessionLock(key: Self.lockKey)).locked else { return 0 }
             do {
+                try c.execute(PartitionsTable.SessionLockTimeout(milliseconds: max(1, settings.buildLockTimeout.wholeMilliseconds)))
                 for work in try c.execute(PartitionsTable.TimeIndexWork()) {
                     try c.executeScript(work.drop)
                     try c.executeScript(work.create)
@@ -205,9 +213,11 @@ public final class PartitionMaintainer: Service {
                     built += 1
                 }
             } catch {
+                try? c.execute(PartitionsTable.ResetLockTimeout())
                 _ = try? c.execute(PartitionsTable.SessionUnlock(key: Self.lockKey))
                 throw error
             }
+            try c.execute(PartitionsTable.ResetLockTimeout())
             _ = try c.execute(PartitionsTable.SessionUnlock(key: Self.lockKey))
             state = try c.execute(PartitionsTable.TimeIndexState())
         }

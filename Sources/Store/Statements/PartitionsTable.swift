@@ -102,6 +102,21 @@ public enum PartitionsTable {
         var query: PGQuery { "SELECT pg_advisory_unlock(\(key)::int4, hashtext(current_schema())) AS locked" }
     }
 
+    /// Bounds, for the rest of the session, how long a statement waits for a lock. A concurrent index
+    /// build waits for every transaction older than it in the database, whatever the schema: past this it
+    /// fails, and the next round drops what it left and tries again, so the maintenance lock it holds meanwhile
+    /// is never held behind someone else's long transaction.
+    struct SessionLockTimeout: PGCommandStatement {
+        let milliseconds: Int
+
+        var query: PGQuery { "SELECT set_config('lock_timeout', \(String(milliseconds)), false)" }
+    }
+
+    /// Back to the session's configured lock timeout.
+    struct ResetLockTimeout: PGCommandStatement {
+        var query: PGQuery { "RESET lock_timeout" }
+    }
+
     /// Where migration 0019's BRIN index of verdicts by decision time stands: whether the table's index
     /// exists (not before 0019), whether it is valid (every partition's attached) and whether the btree it
     /// replaces is still there.
