@@ -52,6 +52,21 @@ import Testing
         return try #require(valid, "verdicts_decided_brin exists")
     }
 
+    /// A database as a group running 0.9.10 leaves it, then migrated: at 0018, its minute partitions made by
+    /// maintenance, `batches` of verdicts stored (each a list of seconds after the start), then 0019 applied.
+    static func upgraded(storing batches: [[Int64]]) throws -> (db: R.Schema, clock: PartitionTestClock) {
+        let db = try R.Schema(upTo: 18)
+        let clock = PartitionTestClock(start)
+        #expect(try maintainer(db, clock).runRound().created == 10)
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
+        for batch in batches {
+            let decisions = batch.map { R.decision("at-\($0)", at: start.adding(seconds: $0)) }
+            #expect(try store.commit(decisions).outcomes == decisions.map { _ in .stored })
+        }
+        _ = try Migrator.migrate(db.connection, migrations: Migrator.bundled)
+        return (db, clock)
+    }
+
     @Test func aNewDatabaseHasItAtOnceAndEveryPartitionMadeAfterGetsOne() throws {
         let db = try R.Schema()
         #expect(try Self.valid(db))
@@ -70,16 +85,9 @@ import Testing
     }
 
     @Test func anExistingDatabaseGetsEachPartitionsIndexFromMaintenanceAndLosesTheBtreeLast() throws {
-        let db = try R.Schema(upTo: 18)
-        let clock = PartitionTestClock(Self.start)
+        // Rows in two of the minute partitions.
+        let (db, clock) = try Self.upgraded(storing: [[0, 1], [60]])
         let maintainer = Self.maintainer(db, clock)
-        #expect(try maintainer.runRound().created == 10)
-        // Rows in two of the minute partitions, as a group running 0.9.10 would have stored them.
-        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
-        #expect(try store.commit([R.decision("a", at: Self.start), R.decision("b", at: Self.start.adding(seconds: 1))]).outcomes == [.stored, .stored])
-        #expect(try store.commit([R.decision("c", at: Self.start.adding(seconds: 60))]).outcomes == [.stored])
-
-        _ = try Migrator.migrate(db.connection, migrations: Migrator.bundled)
         // The migration indexed the empty partitions only: the table's index is not valid, the btree stays.
         #expect(try !Self.valid(db))
         var indexes = try Self.timeIndexes(db)
@@ -108,13 +116,8 @@ import Testing
     }
 
     @Test func anotherWorkersMaintenanceLockHoldsTheBuildsBack() throws {
-        let db = try R.Schema(upTo: 18)
-        let clock = PartitionTestClock(Self.start)
+        let (db, clock) = try Self.upgraded(storing: [[0]])
         let maintainer = Self.maintainer(db, clock)
-        #expect(try maintainer.runRound().created == 10)
-        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
-        #expect(try store.commit([R.decision("a", at: Self.start)]).outcomes == [.stored])
-        _ = try Migrator.migrate(db.connection, migrations: Migrator.bundled)
 
         // Another worker's round holds the maintenance lock (a 0.9.10 worker's takes the same one).
         let holder = try PGConnection(conninfo: db.url)
@@ -131,12 +134,7 @@ import Testing
     }
 
     @Test func aBuildWaitingBehindALongTransactionFailsAndTheNextRoundMakesIt() throws {
-        let db = try R.Schema(upTo: 18)
-        let clock = PartitionTestClock(Self.start)
-        #expect(try Self.maintainer(db, clock).runRound().created == 10)
-        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
-        #expect(try store.commit([R.decision("a", at: Self.start)]).outcomes == [.stored])
-        _ = try Migrator.migrate(db.connection, migrations: Migrator.bundled)
+        let (db, clock) = try Self.upgraded(storing: [[0]])
 
         // A transaction of another session, older than the build, which a concurrent build waits for.
         let holder = try PGConnection(conninfo: db.url)
