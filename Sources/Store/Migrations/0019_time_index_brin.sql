@@ -18,6 +18,19 @@ CREATE FUNCTION attest_time_index_name(partition text) RETURNS text
     LANGUAGE sql IMMUTABLE
     RETURN left(partition, 40) || '_' || left(md5(partition), 8) || '_brin';
 
+-- Drops verdicts_decided once the BRIN index is valid (every partition's attached): at the end of this
+-- migration, and from partition maintenance (PartitionsTable.DropTimeBtree) once it has built the rest.
+CREATE FUNCTION attest_time_btree_drop() RETURNS boolean
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('verdicts_decided_brin')), false)
+        AND to_regclass('verdicts_decided') IS NOT NULL THEN
+        DROP INDEX verdicts_decided;
+        RETURN true;
+    END IF;
+    RETURN false;
+END $$;
+
 CREATE INDEX verdicts_decided_brin ON ONLY verdicts USING brin (decided_at);
 
 DO $$
@@ -35,7 +48,6 @@ BEGIN
         EXECUTE format('CREATE INDEX %I ON %I.%I USING brin (decided_at)', attest_time_index_name(part.name), part.schema, part.name);
         EXECUTE format('ALTER INDEX verdicts_decided_brin ATTACH PARTITION %I.%I', part.schema, attest_time_index_name(part.name));
     END LOOP;
-    IF (SELECT indisvalid FROM pg_index WHERE indexrelid = 'verdicts_decided_brin'::regclass) THEN
-        DROP INDEX verdicts_decided;
-    END IF;
 END $$;
+
+SELECT attest_time_btree_drop();

@@ -178,19 +178,9 @@ public enum PartitionsTable {
     }
 
     /// Drops the btree that migration 0019's BRIN index replaces, once that index is valid (checked again
-    /// here, under the caller's lock).
+    /// under the caller's lock, by the migration's function that its last step also calls).
     struct DropTimeBtree: PGCommandStatement {
-        var query: PGQuery {
-            """
-            DO $$
-            BEGIN
-                IF (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('verdicts_decided_brin'))
-                    AND to_regclass('verdicts_decided') IS NOT NULL THEN
-                    DROP INDEX verdicts_decided;
-                END IF;
-            END $$
-            """
-        }
+        var query: PGQuery { "SELECT attest_time_btree_drop()" }
     }
 
     /// Creates the partition [lower, upper) of `table`, moving into it the rows the DEFAULT partition holds
