@@ -110,6 +110,27 @@ final class ManualClock: Clock {
         #expect(try db.count("SELECT count(*) FROM receipt_refresh WHERE next_due_at = $1::timestamptz AND attempts = 0", [.text(later.rfc3339)]) == 1)
     }
 
+    /// Migration 0020 enrols a statement's inserted devices at once (a transition table), and an upsert's
+    /// update branch, the same key attested again, through the row trigger: as the attestation statement writes.
+    @Test func oneStatementsNewDevicesAreEnrolledTogetherAndAnUpsertedKeyIsDueAgain() throws {
+        let db = try Database()
+        let upsert = """
+            INSERT INTO devices (key_id, team_id, bundle_id, public_key, environment, receipt, device_id, attested_at, last_seen_at)
+            SELECT k, 'TEAM', 'app', $2, 'production', CASE WHEN n < 3 THEN '\\xaa'::bytea END, 'device-' || n, $3::timestamptz, $3::timestamptz
+            FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, n)
+            ON CONFLICT (key_id) DO UPDATE SET attested_at = EXCLUDED.attested_at
+            """
+        let publicKey = PGValue.bytes([0x04] + [UInt8](repeating: 1, count: 64))
+        try db.connection.execute(upsert, [.array(.bytea([Database.key(1), Database.key(2), Database.key(3)])), publicKey, .text(Self.now.rfc3339)])
+        #expect(try db.count("SELECT count(*) FROM receipt_refresh WHERE next_due_at = $1::timestamptz", [.text(Self.now.rfc3339)]) == 2)
+        #expect(try db.count("SELECT count(*) FROM receipt_refresh WHERE key_id = $1", [.bytes(Database.key(3))]) == 0)
+        try db.connection.execute("UPDATE receipt_refresh SET attempts = 3")
+        let later = Self.now.adding(seconds: 100)
+        try db.connection.execute(upsert, [.array(.bytea([Database.key(1), Database.key(4)])), publicKey, .text(later.rfc3339)])
+        #expect(try db.count("SELECT count(*) FROM receipt_refresh WHERE next_due_at = $1::timestamptz AND attempts = 0", [.text(later.rfc3339)]) == 2)
+        #expect(try db.count("SELECT count(*) FROM receipt_refresh WHERE next_due_at = $1::timestamptz AND attempts = 3", [.text(Self.now.rfc3339)]) == 1)
+    }
+
     // MARK: leases
 
     @Test func twoClaimersNeverLeaseTheSameDevice() throws {
