@@ -133,7 +133,7 @@ final class BenchRig {
         try pki.receiptRootPEM.write(toFile: anchors.receipt, atomically: true, encoding: .utf8)
         try android.pki.rootPEM.write(toFile: anchors.android, atomically: true, encoding: .utf8)
         verifier = trust.verifier
-        connection = PGReconnectingConnection(conninfo: options.databaseURL, applicationName: "attest-bench")
+        connection = PGReconnectingConnection.bench(options.databaseURL)
     }
 
     /// Registers the app, creates the topics and starts the reader, the producer and the worker (with

@@ -148,9 +148,8 @@ struct LaneBenchmark: Subcommand {
             : nil
         // The session settings a worker's lanes have (without them the partition being filled is scanned row
         // by row while the planner believes it small).
-        let connection = PGReconnectingConnection(
-            conninfo: options.databaseURL, applicationName: "attest-bench",
-            settings: schema?.settings(AttestStore.sessionSettings) ?? AttestStore.sessionSettings)
+        let connection = PGReconnectingConnection.bench(
+            options.databaseURL, settings: schema?.settings(AttestStore.sessionSettings) ?? AttestStore.sessionSettings)
         // Set before anything else can fail, so that no run leaves its schema or its app behind.
         defer {
             do {

@@ -17,11 +17,10 @@ struct StoredVerdictsSchema {
     /// Creates and migrates the schema and fills its past partitions (`now` fixes which day is today).
     init(databaseURL: String, runId: String, days: Int, rows: Int, now: Timestamp) throws {
         name = "bench_lane_\(runId)"
-        admin = PGReconnectingConnection(conninfo: databaseURL, applicationName: "attest-bench")
+        admin = PGReconnectingConnection.bench(databaseURL)
         let create = "CREATE SCHEMA \(name)"
         try admin.run { c throws(PGError) in _ = try c.execute(create) }
-        let connection = PGReconnectingConnection(
-            conninfo: databaseURL, applicationName: "attest-bench", settings: settings(AttestStore.sessionSettings))
+        let connection = PGReconnectingConnection.bench(databaseURL, settings: settings(AttestStore.sessionSettings))
         let today = Timestamp(seconds: now.seconds - now.seconds % 86_400)
         do {
             let migrations = try Migrator.bundled
