@@ -49,7 +49,7 @@ import Testing
 
     static func valid(_ db: R.Schema) throws -> Bool {
         let valid: Bool? = try db.connection.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = 'verdicts_decided_brin'::regclass").bool(0, 0)
-        return try #require(valid, "verdicts_decided_brin exists")
+        return try #require(valid as Bool?, "verdicts_decided_brin exists")
     }
 
     /// A database as a group running 0.9.10 leaves it, then migrated: at 0018, its minute partitions made by

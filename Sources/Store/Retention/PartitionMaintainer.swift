@@ -200,25 +200,8 @@ public final class PartitionMaintainer: Service {
         guard state.present, !state.valid || state.btree else { return 0 }
         var built = 0
         if !state.valid {
-            guard try c.execute(PartitionsTable.TrySessionLock(key: Self.lockKey)).locked else { return 0 }
-            do {
-                try c.execute(PartitionsTable.SessionLockTimeout(milliseconds: max(1, settings.buildLockTimeout.wholeMilliseconds)))
-                for work in try c.execute(PartitionsTable.TimeIndexWork()) {
-                    try c.executeScript(work.drop)
-                    try c.executeScript(work.create)
-                    try c.transaction { c throws(PGError) in
-                        try c.execute(PartitionsTable.LockTimeout())
-                        try c.executeScript(work.attach)
-                    }
-                    built += 1
-                }
-            } catch {
-                try? c.execute(PartitionsTable.ResetLockTimeout())
-                _ = try? c.execute(PartitionsTable.SessionUnlock(key: Self.lockKey))
-                throw error
-            }
-            try c.execute(PartitionsTable.ResetLockTimeout())
-            _ = try c.execute(PartitionsTable.SessionUnlock(key: Self.lockKey))
+            guard let indexed = try buildTimeIndexes(c) else { return 0 }
+            built = indexed
             state = try c.execute(PartitionsTable.TimeIndexState())
         }
         if state.valid && state.btree {
@@ -227,6 +210,29 @@ public final class PartitionMaintainer: Service {
                 guard try c.execute(PartitionsTable.TryLock(key: Self.lockKey)).locked else { return }
                 try c.execute(PartitionsTable.DropTimeBtree())
             }
+        }
+        return built
+    }
+
+    /// Builds and attaches each partition's index under the session-scoped maintenance lock, lock waits
+    /// bounded by `buildLockTimeout`; both undone on the way out, failed or not (a failure to undo them
+    /// means the session is gone, which undoes them too). Nil when another worker holds the lock.
+    private func buildTimeIndexes(_ c: PGConnection) throws(PGError) -> Int? {
+        guard try c.execute(PartitionsTable.TrySessionLock(key: Self.lockKey)).locked else { return nil }
+        defer {
+            try? c.execute(PartitionsTable.ResetLockTimeout())
+            _ = try? c.execute(PartitionsTable.SessionUnlock(key: Self.lockKey))
+        }
+        try c.execute(PartitionsTable.SessionLockTimeout(milliseconds: max(1, settings.buildLockTimeout.wholeMilliseconds)))
+        var built = 0
+        for work in try c.execute(PartitionsTable.TimeIndexWork()) {
+            try c.executeScript(work.drop)
+            try c.executeScript(work.create)
+            try c.transaction { c throws(PGError) in
+                try c.execute(PartitionsTable.LockTimeout())
+                try c.executeScript(work.attach)
+            }
+            built += 1
         }
         return built
     }
