@@ -4,7 +4,7 @@ import AttestVerifier
 /// A verification job as backends publish it (CONTRACT 2; Schemas/ is the source of truth), validated field
 /// by field so that a bad job gets a `job_invalid` verdict naming the field.
 public struct Job: Sendable {
-    public enum Kind: String, Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
         case attestation
         case assertion
         /// Android jobs (``AndroidJob``): a key attestation chain, and a request its key signed.

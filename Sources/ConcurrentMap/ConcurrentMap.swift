@@ -13,21 +13,65 @@ public func concurrentMap<T: Sendable, E: Error>(_ count: Int, threads: Int, _ b
         for i in 0..<count { values.append(try body(i)) }
         return values
     }
-    let results = Mutex<(values: [T?], error: E?)>((Array(repeating: nil, count: count), nil))
+    // Each result goes straight into its own slot, without a lock: the batch's results are large values
+    // (a decision), and an array of optionals behind a mutex copied each one in and out again and took the
+    // lock twice an item, the two threads contending for it.
+    let slots = Slots<T>(count)
     let next = Atomic<Int>(0)
+    let failed = Atomic<Bool>(false)
+    let failure = Mutex<E?>(nil)
     DispatchQueue.concurrentPerform(iterations: threads) { _ in
-        while results.withLock({ $0.error == nil }) {
+        while !failed.load(ordering: .relaxed) {
             let i = next.add(1, ordering: .relaxed).oldValue
             guard i < count else { return }
             do throws(E) {
-                let value = try body(i)
-                results.withLock { $0.values[i] = value }
+                slots.initialize(i, to: try body(i))
             } catch {
-                results.withLock { $0.error = $0.error ?? error }
+                failure.withLock { $0 = $0 ?? error }
+                failed.store(true, ordering: .relaxed)
             }
         }
     }
-    let (values, error) = results.withLock { ($0.values, $0.error) }
-    if let error { throw error }
-    return values.map { $0! }
+    if let error = failure.withLock({ $0 }) { throw error }
+    return slots.moveAll()
+}
+
+/// The results of one ``concurrentMap(_:threads:_:)``: each index written once, by the thread that ran it,
+/// and read only after `concurrentPerform` has returned, which orders every thread's writes before the
+/// read. Owns the values until they are moved out; after an error, destroys the ones that were made.
+private final class Slots<T>: @unchecked Sendable {
+    private let count: Int
+    private let values: UnsafeMutablePointer<T>
+    private let made: UnsafeMutablePointer<Bool>
+    private var moved = false
+
+    init(_ count: Int) {
+        self.count = count
+        values = .allocate(capacity: count)
+        made = .allocate(capacity: count)
+        made.initialize(repeating: false, count: count)
+    }
+
+    func initialize(_ index: Int, to value: consuming T) {
+        (values + index).initialize(to: value)
+        made[index] = true
+    }
+
+    /// Every value, moved out in index order. Only when every index was made.
+    func moveAll() -> [T] {
+        moved = true
+        return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
+            if let base = buffer.baseAddress { base.moveInitialize(from: values, count: count) }
+            initialized = count
+        }
+    }
+
+    deinit {
+        if !moved {
+            for index in 0..<count where made[index] { (values + index).deinitialize(count: 1) }
+        }
+        made.deinitialize(count: count)
+        made.deallocate()
+        values.deallocate()
+    }
 }

@@ -33,4 +33,40 @@ import Testing
             }
         }
     }
+
+    /// How many ``Counted`` of one test are alive.
+    final class Tally: Sendable {
+        let alive = Atomic<Int>(0)
+    }
+
+    /// Counted in its tally while it lives.
+    final class Counted: Sendable {
+        let index: Int
+        let tally: Tally
+
+        init(_ index: Int, _ tally: Tally) {
+            (self.index, self.tally) = (index, tally)
+            tally.alive.add(1, ordering: .relaxed)
+        }
+
+        deinit { tally.alive.add(-1, ordering: .relaxed) }
+    }
+
+    /// Each result made is destroyed exactly once, whether the map returns it or an error drops it.
+    @Test(arguments: [2, 4])
+    func everyResultIsDestroyedOnceWhetherReturnedOrDropped(threads: Int) {
+        let tally = Tally()
+        do {
+            let values = concurrentMap(200, threads: threads) { Counted($0, tally) }
+            #expect(values.map(\.index) == Array(0..<200))
+            #expect(tally.alive.load(ordering: .relaxed) == 200)
+        }
+        #expect(throws: Failed(index: 150)) {
+            try concurrentMap(200, threads: threads) { i throws(Failed) in
+                if i == 150 { throw Failed(index: 150) }
+                return Counted(i, tally)
+            }
+        }
+        #expect(tally.alive.load(ordering: .relaxed) == 0)
+    }
 }

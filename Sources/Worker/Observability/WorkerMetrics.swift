@@ -1,3 +1,4 @@
+import AttestJobs
 import KafkaClient
 import Observability
 import Synchronization
@@ -19,7 +20,8 @@ public final class WorkerMetrics: Sendable {
     let batchSeconds: Histogram
     let batchDatabaseSeconds: Histogram
     let receivedToVerdict: Histogram
-    let verificationSeconds: Histogram
+    /// `attest_verification_seconds`' series by job kind, looked up once: every job's checks are timed.
+    private let verificationSeries: [Job.Kind: Histogram.Series]
     let stageSeconds: Histogram
     /// `stageSeconds`' series by ``JobStage``, looked up once: the stages are timed for every job.
     private let stageSeries: [Histogram.Series]
@@ -37,6 +39,9 @@ public final class WorkerMetrics: Sendable {
     let kafkaRequests: Counter
     /// The cumulative counts `kafkaRequests` was last brought to, per client.
     private let lastRequests = Mutex<[String: BrokerRequests]>([:])
+
+    /// The series of one kind of `attest_verification_seconds`.
+    func verification(_ kind: Job.Kind) -> Histogram.Series { verificationSeries[kind]! }
 
     /// The series of one stage of `attest_job_stage_seconds`.
     func stage(_ stage: JobStage) -> Histogram.Series { stageSeries[stage.rawValue] }
@@ -64,9 +69,12 @@ public final class WorkerMetrics: Sendable {
         receivedToVerdict = registry.histogram(
             "attest_received_to_verdict_seconds", help: "From the job's receivedAt to its stored verdict.",
             buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300])
-        verificationSeconds = registry.histogram(
+        let verificationSeconds = registry.histogram(
             "attest_verification_seconds", help: "Time to verify one job (the core's checks), by kind.", labelNames: ["kind"],
             buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25])
+        verificationSeries = Dictionary(uniqueKeysWithValues: Job.Kind.allCases.map { [verificationSeconds] in
+            ($0, verificationSeconds.labels([$0.rawValue]))
+        })
         // Per job, so that quantiles over the series are a job's, not a batch's; the benchmark diffs the
         // buckets around its latency phase (issue 14: find the tail by stage, not by guess).
         stageSeconds = registry.histogram(

@@ -20,7 +20,7 @@ import Store
 extension BatchProcessor {
     func decide(
         _ entries: [JobEntry], now: Timestamp, challenges: [Int: ChallengeOutcome], _ ledger: IntelligenceLedger
-    ) -> [Decided] {
+    ) -> Decided {
         var groups = [[UInt8]: [Int]]()
         var order = [[UInt8]]()
         for (i, entry) in entries.enumerated() {
@@ -32,20 +32,24 @@ extension BatchProcessor {
         // `threads` threads (ATTEST_WORKERS; the lane's own alone below `parallelFrom` jobs), each taking the
         // next key group until none is left: groups differ in cost (an attestation is several assertions'
         // worth), so a fixed split leaves threads idle.
-        var checked = [JobVerifier.Checked?](repeating: nil, count: entries.count)
         let threads = entries.count < Self.parallelFrom ? 1 : settings.threads
-        for (g, results) in concurrentMap(work.count, threads: min(threads, work.count), { g in
+        var results = concurrentMap(work.count, threads: min(threads, work.count)) { g in
             var state: DeviceState? = nil
             return work[g].map { i in check(entries[i], now: now, challenge: challenges[entries[i].position], state: &state) }
-        }).enumerated() {
-            for (i, result) in zip(work[g], results) { checked[i] = result }
+        }
+        // Each result moved (`take`) to its job's place and on into step 2, never copied: a copy retains every
+        // reference the checks' result holds, and its original is released after.
+        var checked = [JobVerifier.Checked?](repeating: nil, count: entries.count)
+        for g in work.indices {
+            for (k, i) in work[g].enumerated() { checked[i] = results[g][k].take() }
         }
 
         var keys = [[UInt8]: KeyInBatch]()
         let settled = entries.indices.map { i in
-            settle(entries[i], checked[i], now: now, challenge: challenges[entries[i].position], keys: &keys, ledger)
+            settle(entries[i], checked[i].take(), now: now, challenge: challenges[entries[i].position], keys: &keys, ledger)
         }
-        return concurrentMap(settled.count, threads: min(threads, settled.count)) { i in finish(settled[i], now: now) }
+        let decisions = concurrentMap(settled.count, threads: min(threads, settled.count)) { i in finish(settled[i], now: now) }
+        return Decided(entries: entries, decisions: decisions, keys: settled.map(\.key))
     }
 
     /// A batch of fewer jobs is decided on its lane's thread alone: waking other threads for a few jobs
@@ -79,6 +83,9 @@ extension BatchProcessor {
         let intelligence: IntelligenceChange?
         /// The app whose token an accepted verdict gets.
         let signWith: AppPolicy?
+        /// An accepted App Attest attestation's key as the checks parsed it, for the device cache: parsed
+        /// again from its bytes, it would be imported into OpenSSL again at the key's next assertion.
+        var key: DeviceCache.DeviceKey? = nil
     }
 
     /// Step 1 for one job: the checks but the quota's, against `state`, which it moves as an accepted job
@@ -112,7 +119,7 @@ extension BatchProcessor {
     /// The check list's inputs for `job` against the key's device `known` (this app's, if any), without the
     /// quota step's (step 2 gives it).
     private func inputs(_ job: Job, _ entry: JobEntry, now: Timestamp, challenge: ChallengeOutcome?, known: DeviceState?) -> JobCheckInputs {
-        let app = policy(for: job)
+        let app = entry.policy
         // A key is only ever its own platform's: an App Attest keyId names no Android key, and back.
         return JobCheckInputs(
             now: now, brokerTimestampMs: entry.message.timestampMs, app: app.map { Self.rules($0, challenge: challenge) },
@@ -126,7 +133,7 @@ extension BatchProcessor {
 
     /// Step 2 for one job, in batch order: the quota step, then risk and counts, and the device it leaves.
     private func settle(
-        _ entry: JobEntry, _ checked: JobVerifier.Checked?, now: Timestamp, challenge: ChallengeOutcome?,
+        _ entry: JobEntry, _ checked: consuming JobVerifier.Checked?, now: Timestamp, challenge: ChallengeOutcome?,
         keys: inout [[UInt8]: KeyInBatch], _ ledger: IntelligenceLedger
     ) -> Settled {
         guard let job = entry.job, var checked else {
@@ -144,7 +151,7 @@ extension BatchProcessor {
             let state = known.flatMap { record in DeviceCache.DeviceKey(record).map { DeviceState(record: record, key: $0) } }
             checked = timed(job.kind) { verifier.check(job, inputs(job, entry, now: now, challenge: challenge, known: state)) }
         }
-        let app = policy(for: job)
+        let app = entry.policy
         if checked.verified?.isAttestation == true, let app {
             let quota = JobCheckInputs(now: now, app: nil, quota: { job in ledger.admit(job, keyBytes: entry.keyBytes, stored: known, app: app) })
             verifier.checkQuota(&checked, job, quota)
@@ -153,8 +160,10 @@ extension BatchProcessor {
         var verdict = checked.verdict
         let intelligence = ledger.assess(&verdict, job: job, keyBytes: entry.keyBytes, stored: known, app: checked.passedApp ? app : nil)
         var change = Decision.DeviceChange.none
+        var parsed: DeviceCache.DeviceKey? = nil
         switch (checked.verified, app) {
         case (.attestation(let verified)?, _?):
+            parsed = DeviceCache.DeviceKey(appAttest: verified.key)
             let record = Self.record(
                 verified.keyId, job, publicKey: verified.publicKey, environment: verified.environment.rawValue,
                 deviceId: intelligence.deviceId, previous: key.record)
@@ -184,11 +193,13 @@ extension BatchProcessor {
             break
         }
         keys[group] = key
-        return Settled(entry: entry, verdict: verdict, change: change, intelligence: intelligence, signWith: checked.verified == nil ? nil : app)
+        return Settled(
+            entry: entry, verdict: verdict, change: change, intelligence: intelligence, signWith: checked.verified == nil ? nil : app,
+            key: parsed)
     }
 
     /// Step 3 for one job: its token when accepted, and the decision as stored.
-    private func finish(_ settled: Settled, now: Timestamp) -> Decided {
+    private func finish(_ settled: Settled, now: Timestamp) -> Decision {
         let entry = settled.entry
         var verdict = settled.verdict
         var decision: Decision
@@ -201,7 +212,7 @@ extension BatchProcessor {
             decision = self.decision(verdict, job: nil, jobId: entry.jobId, source: source, change: .none, scope: entry.scope)
         }
         decision.jobDigest = entry.digest
-        return Decided(entry: entry, decision: decision)
+        return decision
     }
 
     /// The device an accepted attestation leaves: its counter kept only when the same key is attested again.
@@ -241,6 +252,6 @@ extension BatchProcessor {
     /// Runs one job's checks, timed per kind when metrics are on.
     private func timed<T>(_ kind: Job.Kind, _ verify: () -> T) -> T {
         guard let metrics else { return verify() }
-        return metrics.verificationSeconds.labels([kind.rawValue]).time(verify)
+        return metrics.verification(kind).time(verify)
     }
 }

@@ -7,7 +7,7 @@ import Store
 
 /// The stages a consumed message moves through, each a type holding what the stage guarantees:
 /// incoming (a ``KafkaMessage``) → ``BatchProcessor/Classified`` (a dead letter, or a job entry: an invalid
-/// job or a job) → ``BatchProcessor/Decided`` (its decision) → stored (by ``DecisionStore/commit(_:)``) →
+/// job or a job) → ``BatchProcessor/Decided`` (the batch's decisions) → stored (by ``DecisionStore/commit(_:)``) →
 /// published (an ``Outbound``).
 extension BatchProcessor {
     /// A consumed message after classification.
@@ -47,34 +47,56 @@ extension BatchProcessor {
         let keyBytes: [UInt8]?
         /// The job_invalid failure of an entry whose fields cannot be used.
         let invalidFailure: VerificationFailure?
+        /// The policy of the job's app (``BatchProcessor/policy(for:in:)``), looked up once for the stages
+        /// after, which each looked it up again (a lock, a hash of the app and a copy of its policy).
+        let policy: AppPolicy?
 
-        init(position: Int, message: KafkaMessage, jobId: String, scope: AppIdentity, digest: [UInt8], content: Content) {
+        init(
+            position: Int, message: KafkaMessage, jobId: String, scope: AppIdentity, digest: [UInt8], content: Content,
+            policy: AppPolicy? = nil
+        ) {
             self.position = position
             self.message = message
             self.jobId = jobId
             self.scope = scope
             self.digest = digest
+            self.policy = policy
             switch content {
             case .invalid(let failure): (job, keyBytes, invalidFailure) = (nil, nil, failure)
             case .job(let job, let keyBytes): (self.job, self.keyBytes, invalidFailure) = (job, keyBytes, nil)
             }
         }
 
-        /// An Android job becomes a job of the app its package is registered with (`apps`); others stay.
-        func resolvingApp(in apps: RegisteredApps) -> JobEntry {
-            guard let job, job.android != nil else { return self }
-            let resolved = job.resolvingAndroidApp(apps.app(of: job))
+        /// The entry of a valid job under the app it belongs to in `apps` (an Android job's: the app its package
+        /// is registered with), with that app's policy.
+        static func job(
+            _ job: Job, position: Int, message: KafkaMessage, digest: [UInt8], keyBytes: [UInt8]?, apps: RegisteredApps,
+            policy: (Job) -> AppPolicy?
+        ) -> JobEntry {
+            let resolved = job.android == nil ? job : job.resolvingAndroidApp(apps.app(of: job))
             return JobEntry(
-                position: position, message: message, jobId: jobId, scope: resolved.app, digest: digest,
-                content: .job(resolved, keyBytes: keyBytes))
+                position: position, message: message, jobId: resolved.jobId, scope: resolved.app, digest: digest,
+                content: .job(resolved, keyBytes: keyBytes), policy: policy(resolved))
+        }
+
+        /// The same entry under `apps` as read again; an entry whose fields cannot be used stays.
+        func resolvingApp(in apps: RegisteredApps, policy: (Job) -> AppPolicy?) -> JobEntry {
+            guard let job else { return self }
+            return .job(job, position: position, message: message, digest: digest, keyBytes: keyBytes, apps: apps, policy: policy)
         }
 
         var scopedJobId: ScopedJobId { ScopedJobId(app: scope, jobId: jobId) }
     }
 
     /// A job entry with its decision, ready to be stored.
+    /// A batch's decisions, as arrays side by side rather than an array of pairs: the settle takes the
+    /// decisions as they are, where a pair per job was copied apart (every field retained) to be stored.
     struct Decided: Sendable {
-        let entry: JobEntry
-        let decision: Decision
+        /// The entries decided, in batch order.
+        let entries: [JobEntry]
+        /// Each entry's decision.
+        let decisions: [Decision]
+        /// Each entry's ``Settled/key``.
+        let keys: [DeviceCache.DeviceKey?]
     }
 }

@@ -112,9 +112,10 @@ public final class BatchProcessor: Sendable {
         }
         // An app registered moments ago is read again at once (at most once a second), and the Android jobs
         // found their apps again, before anything is read under their apps.
-        if jobs.contains(where: { $0.job.map { policy(for: $0) == nil } ?? false }) {
+        if jobs.contains(where: { $0.job != nil && $0.policy == nil }) {
             try timings.timed(\.reading) { () throws(PGError) in try refreshApps(now: now, force: true) }
-            for i in jobs.indices { jobs[i] = jobs[i].resolvingApp(in: apps.withLock { $0 }) }
+            let apps = apps.withLock { $0 }
+            for i in jobs.indices { jobs[i] = jobs[i].resolvingApp(in: apps) { policy(for: $0, in: apps) } }
         }
 
         // Gather, decide and settle in one transaction, run again whole after a transient failure. The gather
@@ -163,7 +164,7 @@ public final class BatchProcessor: Sendable {
                     toDecide, read: gathered.intelligence, for: guessed, cached: cached, fresh: gathered.devices, keys: batchKeys, in: tx)
             }
             let decided = decide(toDecide, now: now, challenges: challenges, ledger)
-            let (stored, crossings) = try timings.timed(\.storing) { () throws(PGError) in try tx.settle(decided.map(\.decision)) }
+            let (stored, crossings) = try timings.timed(\.storing) { () throws(PGError) in try tx.settle(decided.decisions) }
             // Under the batch's locks no other writer stores its jobIds or moves its counters; were one to (a
             // session that takes no lock), the batch is run again whole: what that one stored answers then.
             guard stored.allSatisfy({ $0 }) else { throw .movedUnderLocks }
@@ -174,13 +175,14 @@ public final class BatchProcessor: Sendable {
             if let stored = outcomes.previous[entry.position] { published[entry.position] = answer(entry, decided: stored, now) }
         }
         var standing = [ScopedJobId: StoredVerdict]()
-        for decided in outcomes.decided {
-            let (entry, decision) = (decided.entry, decided.decision)
-            published[entry.position] = verdict(entry, json: decision.verdictJSON)
-            standing[entry.scopedJobId] = StoredVerdict(json: decision.verdictJSON, jobDigest: decision.jobDigest)
-            remember(decided)
-            record(decision)
+        let decided = outcomes.decided
+        for (i, entry) in decided.entries.enumerated() {
+            let json = decided.decisions[i].verdictJSON
+            published[entry.position] = verdict(entry, json: json)
+            standing[entry.scopedJobId] = StoredVerdict(json: json, jobDigest: decided.decisions[i].jobDigest)
+            remember(entry, decided.decisions[i].change, parsed: decided.keys[i])
         }
+        record(decided.decisions)
         for entry in jobs where published[entry.position] == nil {
             if let decided = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: decided, now) }
         }
@@ -212,10 +214,11 @@ public final class BatchProcessor: Sendable {
                     position: position, message: message, jobId: jobId, scope: app, digest: Digest.sha256.hash(message.value),
                     content: .invalid(failure)))
         case .job(let job):
-            let entry = JobEntry(
-                position: position, message: message, jobId: job.jobId, scope: job.app,
-                digest: Digest.sha256.hash(message.value), content: .job(job, keyBytes: Self.keyBytes(of: job)))
-            return .job(entry.resolvingApp(in: apps.withLock { $0 }))
+            let apps = apps.withLock { $0 }
+            return .job(
+                .job(
+                    job, position: position, message: message, digest: Digest.sha256.hash(message.value), keyBytes: Self.keyBytes(of: job),
+                    apps: apps, policy: { policy(for: $0, in: apps) }))
         }
     }
 
@@ -334,8 +337,8 @@ public final class BatchProcessor: Sendable {
     /// The policy registered for exactly the job's (teamId, bundleId) (an Android job's: its package's app),
     /// the default one for other valid pairs when unknown apps are admitted (an Android package's with its
     /// signers unchecked), or nil.
-    func policy(for job: Job) -> AppPolicy? {
-        if let app = apps.withLock({ $0.policies[job.app] }) { return app }
+    func policy(for job: Job, in apps: RegisteredApps) -> AppPolicy? {
+        if let app = apps.policies[job.app] { return app }
         guard settings.admitUnknownApps else { return nil }
         var app = AppPolicy(teamId: job.teamId, bundleId: job.bundleId, environments: settings.defaultEnvironments)
         if let android = job.android { app.android = AndroidPolicy(packageName: android.packageName, signingCertificateDigests: nil) }
@@ -369,11 +372,22 @@ public final class BatchProcessor: Sendable {
             partitionAt: Decision.partitionTime(receivedAt: job?.receivedAt, decidedAt: verdict.verifiedAt, bounds: verifier.timeBounds))
     }
 
-    private func record(_ decision: Decision) {
+    /// Counts the batch's stored decisions, one series lookup per kind, code and reason found in it (a lookup
+    /// hashes its labels and allocates: once per job, it was a visible part of the batch's bookkeeping).
+    private func record(_ decisions: [Decision]) {
         guard let metrics else { return }
-        metrics.verdicts.labels([decision.kind ?? "unknown", decision.code ?? "ok", decision.reason ?? "ok"]).increment()
-        if let receivedAt = decision.receivedAt {
-            metrics.receivedToVerdict.observe(Double(decision.decidedAt.microseconds - receivedAt.microseconds) / 1e6)
+        struct Labels: Hashable {
+            let kind: String?, code: String?, reason: String?
+        }
+        var counts = [Labels: Int]()
+        for i in decisions.indices {
+            counts[Labels(kind: decisions[i].kind, code: decisions[i].code, reason: decisions[i].reason), default: 0] += 1
+            if let receivedAt = decisions[i].receivedAt {
+                metrics.receivedToVerdict.observe(Double(decisions[i].decidedAt.microseconds - receivedAt.microseconds) / 1e6)
+            }
+        }
+        for (labels, count) in counts {
+            metrics.verdicts.labels([labels.kind ?? "unknown", labels.code ?? "ok", labels.reason ?? "ok"]).increment(by: Double(count))
         }
     }
 
@@ -400,9 +414,9 @@ public final class BatchProcessor: Sendable {
     }
 
     /// After a decision is stored, the cache reflects it for the next batches.
-    private func remember(_ decided: Decided) {
-        guard let job = decided.entry.job else { return }
-        switch decided.decision.change {
+    private func remember(_ entry: JobEntry, _ change: Decision.DeviceChange, parsed: DeviceCache.DeviceKey?) {
+        guard let job = entry.job else { return }
+        switch change {
         case .none, .used:
             break
         case .attested(let device):
@@ -412,7 +426,8 @@ public final class BatchProcessor: Sendable {
                     keyId: device.keyId, teamId: device.teamId, bundleId: device.bundleId, publicKey: device.publicKey,
                     counter: previous.flatMap { $0.publicKey == device.publicKey ? $0.counter : nil } ?? 0,
                     environment: device.environment, deviceId: device.deviceId ?? previous?.deviceId ?? "",
-                    fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint))
+                    fingerprint: job.metadata["deviceFingerprint"] ?? previous?.fingerprint),
+                parsed: parsed)
         case .advanced(let keyId, let counter):
             if var record = devices.get(keyId)?.record {
                 record.counter = max(record.counter, counter)

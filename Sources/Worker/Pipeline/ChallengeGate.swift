@@ -20,7 +20,7 @@ extension BatchProcessor {
         var claiming = Set<ScopedJobId>()
         var pending = [(position: Int, claim: ChallengeClaim)]()
         for entry in entries {
-            guard let job = entry.job, let app = policy(for: job), app.challenges == .worker,
+            guard let job = entry.job, let app = entry.policy, app.challenges == .worker,
                 let bytes = job.challenge.flatMap(Base64.decode), claiming.insert(entry.scopedJobId).inserted,
                 verifier.reachesChallenge(
                     job, JobCheckInputs(now: now, brokerTimestampMs: entry.message.timestampMs, app: Self.rules(app, challenge: nil)))

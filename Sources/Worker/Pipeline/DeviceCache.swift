@@ -51,9 +51,10 @@ public final class DeviceCache: Sendable {
     /// Stores a device read from or written to the database; nil when its key does not parse.
     /// A revocation the entry holds is kept when `record` has none: nothing un-revokes a key, and a record
     /// built from an older read (a lane storing its attestation, or advancing a counter) must not wipe a
-    /// revocation another lane's gather read since.
+    /// revocation another lane's gather read since. `parsed`: `record`'s key already parsed (a key just
+    /// verified), used instead of parsing its bytes when the entry is new.
     @discardableResult
-    public func put(_ record: DeviceRecord) -> Entry? {
+    public func put(_ record: DeviceRecord, parsed: DeviceKey? = nil) -> Entry? {
         let updated = entries.withLock { entries -> Entry? in
             guard var existing = entries[record.keyId], existing.record.publicKey == record.publicKey else { return nil }
             existing.record = Self.keepingRevocation(record, of: existing.record)
@@ -61,7 +62,7 @@ public final class DeviceCache: Sendable {
             return existing
         }
         if let updated { return updated }
-        guard let key = DeviceKey(record) else { return nil }
+        guard let key = parsed ?? DeviceKey(record) else { return nil }
         return entries.withLock { entries in
             let record = Self.keepingRevocation(record, of: entries[record.keyId]?.record)
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
