@@ -12,8 +12,9 @@ public struct Job: Sendable {
         case androidAssertion = "android_assertion"
     }
 
-    /// What to verify, as the verification core takes it.
-    public enum Payload: Sendable {
+    /// What to verify, as the verification core takes it. Indirect: each case's request is boxed, so a copy
+    /// of a job (the batch path binds and passes jobs by value) retains one box, not every field of it.
+    public indirect enum Payload: Sendable {
         case attestation(AttestationRequest)
         case assertion(AssertionRequest)
         /// An Android job, of the app `app`: the package's own pair (``AppIdentity/init(androidPackage:)``)

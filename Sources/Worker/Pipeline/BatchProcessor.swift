@@ -174,17 +174,22 @@ public final class BatchProcessor: Sendable {
         for entry in jobs {
             if let stored = outcomes.previous[entry.position] { published[entry.position] = answer(entry, decided: stored, now) }
         }
-        var standing = [ScopedJobId: StoredVerdict]()
         let decided = outcomes.decided
         for (i, entry) in decided.entries.enumerated() {
-            let json = decided.decisions[i].verdictJSON
-            published[entry.position] = verdict(entry, json: json)
-            standing[entry.scopedJobId] = StoredVerdict(json: json, jobDigest: decided.decisions[i].jobDigest)
+            published[entry.position] = verdict(entry, json: decided.decisions[i].verdictJSON)
             remember(entry, decided.decisions[i].change, parsed: decided.keys[i])
         }
         record(decided.decisions)
-        for entry in jobs where published[entry.position] == nil {
-            if let decided = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: decided, now) }
+        // The other messages of a jobId repeated in the batch, answered by the decision of its first.
+        let repeated = jobs.filter { published[$0.position] == nil }
+        if !repeated.isEmpty {
+            var standing = [ScopedJobId: StoredVerdict]()
+            for (i, entry) in decided.entries.enumerated() {
+                standing[entry.scopedJobId] = StoredVerdict(json: decided.decisions[i].verdictJSON, jobDigest: decided.decisions[i].jobDigest)
+            }
+            for entry in repeated {
+                if let decided = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: decided, now) }
+            }
         }
         // Every consumed message must leave with something, or its offset would block the partition.
         return messages.enumerated().map { position, message in
@@ -277,7 +282,8 @@ public final class BatchProcessor: Sendable {
     /// verified; the message's key when the job's fields could not be read or it has none), bounded, with
     /// the jobId in a header.
     private func verdict(_ entry: JobEntry, json: String) -> Outbound {
-        let keyId = entry.job.flatMap { $0.keyId.isEmpty ? entry.keyBytes.map(Base64.encode) : $0.keyId }
+        var keyId = entry.job?.keyId
+        if keyId?.isEmpty == true { keyId = entry.keyBytes.map(Base64.encode) }
         let key = keyId.map { OutboundBudget.key(Array($0.utf8)) }
             ?? OutboundBudget.key(entry.message.key, sha256: entry.message.keySha256)
         return verdict(entry.message, jobId: entry.jobId, key: key, json: json)
