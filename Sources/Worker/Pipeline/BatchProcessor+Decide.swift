@@ -199,17 +199,22 @@ extension BatchProcessor {
     }
 
     /// Step 3 for one job: its token when accepted, and the decision as stored.
-    private func finish(_ settled: Settled, now: Timestamp) -> Decision {
+    /// Borrowed, and the verdict copied only to be signed: a copy of a settled job retains every field of
+    /// its verdict and change, and releases them again.
+    private func finish(_ settled: borrowing Settled, now: Timestamp) -> Decision {
         let entry = settled.entry
-        var verdict = settled.verdict
+        let source = Decision.Source(topic: entry.message.topic, partition: entry.message.partition, offset: entry.message.offset)
         var decision: Decision
         if let job = entry.job {
-            if let app = settled.signWith, let intelligence = settled.intelligence { sign(&verdict, app: app, job: job, intelligence) }
-            let source = Decision.Source(topic: entry.message.topic, partition: entry.message.partition, offset: entry.message.offset)
-            decision = self.decision(verdict, job: job, jobId: job.jobId, source: source, change: settled.change, settled.intelligence)
+            if let signer = settings.tokenSigner, let app = settled.signWith, let intelligence = settled.intelligence {
+                var verdict = settled.verdict
+                sign(&verdict, with: signer, app: app, job: job, intelligence)
+                decision = self.decision(verdict, job: job, jobId: job.jobId, source: source, change: settled.change, intelligence)
+            } else {
+                decision = self.decision(settled.verdict, job: job, jobId: job.jobId, source: source, change: settled.change, settled.intelligence)
+            }
         } else {
-            let source = Decision.Source(topic: entry.message.topic, partition: entry.message.partition, offset: entry.message.offset)
-            decision = self.decision(verdict, job: nil, jobId: entry.jobId, source: source, change: .none, scope: entry.scope)
+            decision = self.decision(settled.verdict, job: nil, jobId: entry.jobId, source: source, change: .none, scope: entry.scope)
         }
         decision.jobDigest = entry.digest
         return decision
@@ -233,11 +238,10 @@ extension BatchProcessor {
         }
     }
 
-    /// Adds the verdict token when keys are configured (accepted verdicts only; `attachToken` leaves others),
+    /// Adds the verdict token signed by `signer` (accepted verdicts only; `attachToken` leaves others),
     /// with the device id and risk category the verdict reports and the app's custom claims; limited-use when
     /// the job asks or the app requires it for assertions (``AppPolicy/limitedUse(_:)``).
-    private func sign(_ verdict: inout Verdict, app: AppPolicy, job: Job, _ intelligence: IntelligenceChange) {
-        guard let signer = settings.tokenSigner else { return }
+    private func sign(_ verdict: inout Verdict, with signer: TokenSigner, app: AppPolicy, job: Job, _ intelligence: IntelligenceChange) {
         let limitedUse = app.limitedUse(job)
         do {
             try verdict.attachToken(
