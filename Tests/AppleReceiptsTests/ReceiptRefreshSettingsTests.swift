@@ -1,3 +1,4 @@
+import AttestCore
 import AttestVerifier
 import Foundation
 import Testing

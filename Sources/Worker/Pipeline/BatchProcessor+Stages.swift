@@ -7,7 +7,7 @@ import Store
 
 /// The stages a consumed message moves through, each a type holding what the stage guarantees:
 /// incoming (a ``KafkaMessage``) → ``BatchProcessor/Classified`` (a dead letter, or a job entry: an invalid
-/// job or a job) → ``BatchProcessor/Decided`` (the batch's decisions) → stored (by ``DecisionStore/commit(_:)``) →
+/// job or a job) → ``BatchProcessor/Decided`` (the batch's decisions) → stored (by ``BatchTransaction/settle(_:)``) →
 /// published (an ``Outbound``).
 extension BatchProcessor {
     /// A consumed message after classification.

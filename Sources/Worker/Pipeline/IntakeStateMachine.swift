@@ -270,8 +270,7 @@ struct IntakeStateMachine {
             actions.append(.wakePoller)
         }
         actions += resumeIfHalf()
-        let offsets = takeCommittable()
-        if !offsets.isEmpty { actions.append(.storeOffsets(offsets)) }
+        if let next = takeCommittable(partition) { actions.append(.storeOffsets([partition: next])) }
         return actions
     }
 
@@ -417,6 +416,15 @@ struct IntakeStateMachine {
     }
 
     /// Per partition, the next offset after the finished prefix, when it moved since it was last taken.
+    /// `partition`'s committable offset when it moved since it was last handed out. An acknowledgement
+    /// moves only its own partition's, so it looks at that one, not at every partition the worker holds:
+    /// each verdict's delivery report comes here.
+    private mutating func takeCommittable(_ partition: TopicPartition) -> Int64? {
+        guard let ledger = ledgers[partition], let next = ledger.committable, next != ledger.stored else { return nil }
+        ledgers[partition]!.stored = next
+        return next
+    }
+
     private mutating func takeCommittable() -> [TopicPartition: Int64] {
         var result = [TopicPartition: Int64]()
         for (key, ledger) in ledgers {
