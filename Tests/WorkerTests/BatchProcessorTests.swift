@@ -196,9 +196,11 @@ final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
         store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: Self.bundleId)] = AppPolicy(teamId: Self.teamId, bundleId: Self.bundleId)
     }
 
-    func processor(admitUnknownApps: Bool = false, metrics: WorkerMetrics? = nil) -> BatchProcessor {
+    func processor(
+        admitUnknownApps: Bool = false, metrics: WorkerMetrics? = nil, clock: any Clock = FixedClock(Timestamp(seconds: 1_777_000_000))
+    ) -> BatchProcessor {
         BatchProcessor(
-            verifier: JobVerifier(trust: Self.trust, clock: FixedClock(Timestamp(seconds: 1_777_000_000))), store: store,
+            verifier: JobVerifier(trust: Self.trust, clock: clock), store: store,
             devices: DeviceCache(),
             settings: BatchProcessor.Settings(
                 verdictsTopic: "verdicts", deadLetterTopic: "dead", maxMessageBytes: 64 * 1024,
@@ -359,6 +361,25 @@ final class FakeStore: DecisionStore, BatchTransaction, @unchecked Sendable {
         #expect(verdicts(out)[0]["reason"] == .string("unknown_app"))
         let admitted = try processor(admitUnknownApps: true).process([message(Self.attestationJob(device, jobId: "u-2", bundleId: "com.example.unregistered"))])
         #expect(verdicts(admitted)[0]["ok"] == .bool(true))
+    }
+
+    /// A job of an app registered since the processor last read its apps makes the batch read them again at
+    /// once (at most once a second), and is decided under its registration, with its policy; in the same
+    /// batch a job of an app still unregistered stays unknown.
+    @Test mutating func anAppRegisteredSinceTheLastReadIsReadAgainAndItsJobDecidedUnderIt() throws {
+        let clock = ManualClock(Timestamp(seconds: 1_777_000_000))
+        let p = processor(clock: clock)
+        let device = try Device()
+        _ = try p.process([message(Self.attestationJob(device, jobId: "late-0"))])
+        let late = "com.example.late"
+        store.appPolicies[AppIdentity(teamId: Self.teamId, bundleId: late)] = AppPolicy(teamId: Self.teamId, bundleId: late)
+        clock.advance(seconds: 2)
+        let out = try p.process([
+            message(Self.attestationJob(try Device(), jobId: "late-1", bundleId: late)),
+            message(Self.attestationJob(try Device(), jobId: "late-2", bundleId: "com.example.still.unregistered")),
+        ])
+        #expect(verdicts(out)[0]["ok"] == .bool(true), "\(verdicts(out))")
+        #expect(verdicts(out)[1]["reason"] == .string("unknown_app"))
     }
 
     @Test mutating func aRepeatedJobIdInOneBatchIsDecidedOnce() throws {
