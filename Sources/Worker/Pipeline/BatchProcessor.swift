@@ -188,7 +188,7 @@ public final class BatchProcessor: Sendable {
                 standing[entry.scopedJobId] = StoredVerdict(json: decided.decisions[i].verdictJSON, jobDigest: decided.decisions[i].jobDigest)
             }
             for entry in repeated {
-                if let decided = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: decided, now) }
+                if let stored = standing[entry.scopedJobId] { published[entry.position] = answer(entry, decided: stored, now) }
             }
         }
         // Every consumed message must leave with something, or its offset would block the partition.

@@ -415,7 +415,6 @@ struct IntakeStateMachine {
         if case .paused = flow { true } else { false }
     }
 
-    /// Per partition, the next offset after the finished prefix, when it moved since it was last taken.
     /// `partition`'s committable offset when it moved since it was last handed out. An acknowledgement
     /// moves only its own partition's, so it looks at that one, not at every partition the worker holds:
     /// each verdict's delivery report comes here.
@@ -425,6 +424,7 @@ struct IntakeStateMachine {
         return next
     }
 
+    /// Per partition, the next offset after the finished prefix, when it moved since it was last taken.
     private mutating func takeCommittable() -> [TopicPartition: Int64] {
         var result = [TopicPartition: Int64]()
         for (key, ledger) in ledgers {
