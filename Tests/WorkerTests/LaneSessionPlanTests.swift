@@ -1,4 +1,5 @@
 import AttestCore
+import AttestJobs
 import Foundation
 import PostgresClient
 import Testing
@@ -26,6 +27,32 @@ import Testing
         let lane = try plan(PGConnection(conninfo: db.url, settings: AttestStore.sessionSettings))
         #expect(!lane.contains("Seq Scan on verdicts_p"), "\(lane)")
         #expect(lane.contains("Index") && lane.contains("verdicts_p20261201_000000"), "\(lane)")
+    }
+
+    /// However many verdicts an app has in a partition, and whatever the planner estimates of them, the probe
+    /// finds a jobId by its index entry: it reads no verdict to set it aside. Probed per app with the
+    /// jobIds as an array, the planner took an app's verdicts for few and read all of them in each probe.
+    @Test func theStoredVerdictProbeReadsNoVerdictItDoesNotLookFor() throws {
+        let db = try R.Schema()
+        let day = Timestamp(seconds: 1_796_083_200)
+        _ = try db.connection.execute(PartitionsTable.Create(table: "verdicts", lower: day, upper: day.adding(seconds: 86_400)))
+        let at = day.adding(seconds: 3_600).rfc3339
+        try db.connection.execute("""
+            INSERT INTO verdicts (job_id, team_id, bundle_id, ok, verdict_json, decided_at, partition_at)
+            SELECT 'stored-' || g, $1, $2, true, '{}', $3::timestamptz, $3::timestamptz FROM generate_series(1, 20000) g
+            UNION ALL
+            SELECT 'other-' || g, 'TEAM' || (g % 300), 'com.example.other', true, '{}', $3::timestamptz, $3::timestamptz
+            FROM generate_series(1, 3000) g
+            """, [.text(R.app.teamId), .text(R.app.bundleId), .text(at)])
+        try db.connection.execute("ANALYZE verdicts")
+        let jobs = (0..<64).map { ScopedJobId(app: R.app, jobId: $0 % 2 == 0 ? "new-\($0)" : "stored-\($0)") }
+        let probe = VerdictsTable.Stored(jobs: jobs)
+        let lane = try PGConnection(conninfo: db.url, settings: AttestStore.sessionSettings)
+        let rows = try lane.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + probe.query.sql, probe.query.binds)
+        let plan = (0..<rows.count).compactMap { rows.string($0, 0) }.joined(separator: "\n")
+        #expect(!plan.contains("Rows Removed by Filter"), "\(plan)")
+        #expect(plan.contains("job_id = x.job"), "\(plan)")
+        #expect(try lane.execute(probe).count == 32)
     }
 
     /// Without sequential scans the whole-table read of the apps (no index serves it) costs 10¹⁰, far past
