@@ -1,5 +1,6 @@
 import AttestCore
 import AttestJobs
+@testable import DeviceIntelligence
 import Foundation
 import PostgresClient
 import Testing
@@ -53,6 +54,37 @@ import Testing
         #expect(!plan.contains("Rows Removed by Filter"), "\(plan)")
         #expect(plan.contains("job_id = x.job"), "\(plan)")
         #expect(try lane.execute(probe).count == 32)
+    }
+
+    /// A lane's prepared statements keep the plans made while their tables were empty, as on a fresh
+    /// database, until autovacuum first analyzes them. Those plans must find each row by its whole key:
+    /// the month's devices by the month's index alone, or every risk row walked for a semi-join, grow with
+    /// the table on every batch.
+    @Test func theReadsOfCountedDevicesAndRiskRowsUseTheirWholeKeyOnTablesAnalyzedEmpty() throws {
+        let db = try R.Schema()
+        try db.connection.execute("ANALYZE")
+        let lane = try PGConnection(conninfo: db.url, settings: AttestStore.sessionSettings)
+        func plan(_ query: PGQuery) throws -> String {
+            let rows = try lane.execute("EXPLAIN " + query.sql, query.binds)
+            return (0..<rows.count).compactMap { rows.string($0, 0) }.joined(separator: "\n")
+        }
+        let month = AppMonth(teamId: R.app.teamId, bundleId: R.app.bundleId, month: "2026-12")
+        let counted = try plan(MonthlyCountsTable.Counted([MonthlyDevice(month: month, identity: DeviceIdentity(stored: "key:01"))]).query)
+        #expect(counted.contains("mad_devices_pkey") && !counted.contains("mad_devices_month"), "\(counted)")
+
+        var decision = AttestStoreTests.decision("j1", .none)
+        decision.receivedAt = Timestamp(seconds: 1_796_083_200)
+        decision.intelligence = IntelligenceChange(
+            device: AppDevice(teamId: R.app.teamId, bundleId: R.app.bundleId, identity: DeviceIdentity(stored: "key:01")),
+            month: "2026-12", event: DeviceEvent(Verdict(job: nil, verifiedAt: decision.receivedAt!), newKey: false),
+            deviceId: "d", assessment: RiskAssessment(score: 0, factors: []), writesRisk: true, countsAsActive: false, keyId: nil)
+        let risk = try plan(EventsTable.RiskCategoryChanges([decision]).query)
+        let scans = risk.split(separator: "\n").enumerated().filter { $0.element.contains("on device_risk") }
+        #expect(!scans.isEmpty, "\(risk)")
+        let lines = risk.split(separator: "\n")
+        for (i, _) in scans {
+            #expect(i + 1 < lines.count && lines[i + 1].contains("Index Cond") && lines[i + 1].contains("identity ="), "\(risk)")
+        }
     }
 
     /// Without sequential scans the whole-table read of the apps (no index serves it) costs 10¹⁰, far past

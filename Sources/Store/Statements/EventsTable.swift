@@ -89,7 +89,8 @@ public enum EventsTable {
     /// round's ``DeviceRiskTable/Upserts`` (so each reads the category its row has before its decision,
     /// locking, in (app, identity) order, the rows the upserts then write): only for decisions whose verdict
     /// was stored by this transaction and whose category differs from the row's (a device without a row was
-    /// trusted).
+    /// trusted). Each row is looked up by its key, in key order: as a semi-join (`IN (SELECT …)`) the plan
+    /// made while `device_risk` was empty walked the whole table for each batch once it had filled.
     struct RiskCategoryChanges: PGCommandStatement {
         let decisions: [Decision]
 
@@ -108,9 +109,11 @@ public enum EventsTable {
                     \(decisions.map(\.storedPartitionAt))::timestamptz[])
                     AS x(job, team, bundle, identity, received, device_id, category, score, pat)),
             p AS (
-                SELECT d.team_id, d.bundle_id, d.identity, d.category FROM device_risk d
-                WHERE (d.team_id, d.bundle_id, d.identity) IN (SELECT team, bundle, identity FROM x)
-                ORDER BY d.team_id, d.bundle_id, d.identity FOR UPDATE),
+                SELECT d.team_id, d.bundle_id, d.identity, d.category
+                FROM (SELECT team, bundle, identity FROM x ORDER BY team, bundle, identity) k
+                    CROSS JOIN LATERAL (
+                        SELECT team_id, bundle_id, identity, category FROM device_risk
+                        WHERE team_id = k.team AND bundle_id = k.bundle AND identity = k.identity FOR UPDATE) d),
             was AS (
                 SELECT x.*, coalesce(p.category, '\(unescaped: RiskCategory.trusted.rawValue)') AS previous
                 FROM x LEFT JOIN p ON p.team_id = x.team AND p.bundle_id = x.bundle AND p.identity = x.identity)
