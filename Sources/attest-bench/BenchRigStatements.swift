@@ -62,5 +62,11 @@ enum BenchRigStatements {
             DELETE FROM apps WHERE team_id = \(teamId) AND bundle_id = \(bundleId)
             """
         }
+
+        /// The tables whose indexes a run's rows filled and its deletes left at that size.
+        static let tables = [
+            "receipt_refresh", "receipt_metrics", "verdicts", "devices", "mad_devices", "mad_totals", "mad_quota_events",
+            "device_risk", "device_risk_history",
+        ]
     }
 }

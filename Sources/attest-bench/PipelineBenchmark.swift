@@ -56,6 +56,9 @@ struct PipelineBenchmark: Subcommand {
                       per job by its threads' role (/proc/PID/task: lanes, deciding, consumer, publisher,
                       librdkafka, other); the WAL bytes written; and over every phase, rows inserted, updated
                       and deleted in the user tables.
+          analyze     after the warm-up, ANALYZE of the database, so that the worker's statements are
+                      planned on statistics of tables holding rows (not on those of tables the last run
+                      emptied).
           vacuum      after the throughput phase, VACUUM (ANALYZE) of the database, PostgreSQL's CPU
                       per throughput job (the phase's dead rows and statistics; autovacuum would
                       otherwise wake in the phases after and charge their few jobs for it).
@@ -421,6 +424,11 @@ struct PipelineBenchmark: Subcommand {
         let pipeline = Pipeline(producer: live.producer, verdicts: live.verdicts, worker: live.worker)
         // Warm-up: the worker and the reader have joined their groups once these have verdicts.
         _ = try pipeline.produceAtOnce(warmUp, phase: "warm-up", stallSeconds: 60)
+        // The statistics of tables holding rows, not of the tables the last run's clean-up emptied: the worker
+        // prepares its statements once, and plans made on tables analyzed empty read the month's counted
+        // devices by the month's index alone (docs/SCALING.md, "0.9.14").
+        Self.note("analyze: ANALYZE after the warm-up")
+        _ = try rig.connection.run { c throws(PGError) in try c.execute("ANALYZE") }
         Self.note("throughput: producing \(stream.jobs.count) jobs")
         let before = try PhaseCost.Reading.now(processes, connection: rig.connection)
         let jobsPerSec = try pipeline.produceAtOnce(stream, phase: "throughput phase", stallSeconds: 30)

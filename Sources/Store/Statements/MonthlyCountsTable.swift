@@ -6,9 +6,7 @@ import PostgresClient
 /// The SQL of the monthly active device tables (`mad_devices`, `mad_totals`, `mad_quota_events`) and of
 /// the billing view over them.
 enum MonthlyCountsTable {
-    /// Which of these devices are already counted in their app's month, each looked up by primary key. The
-    /// key is compared as one row, which only the primary key can serve: as four equalities the plan made
-    /// while `mad_devices` was empty took the month's index and read every device of the month per lookup.
+    /// Which of these devices are already counted in their app's month, each looked up by primary key.
     struct Counted: PGStatement {
         typealias Row = MonthlyDevice
         let counted: [MonthlyDevice]
@@ -22,8 +20,7 @@ enum MonthlyCountsTable {
                 \(counted.map(\.month.month))::text[], \(counted.map(\.identity.value))::text[]) AS q(t, b, m, i)
                 CROSS JOIN LATERAL (
                     SELECT team_id, bundle_id, month, identity FROM mad_devices
-                    WHERE (team_id, bundle_id, month, identity) >= (q.t, q.b, to_date(q.m, 'YYYY-MM'), q.i)
-                        AND (team_id, bundle_id, month, identity) <= (q.t, q.b, to_date(q.m, 'YYYY-MM'), q.i)
+                    WHERE team_id = q.t AND bundle_id = q.b AND month = to_date(q.m, 'YYYY-MM') AND identity = q.i
                     LIMIT 1) m
             """
         }
