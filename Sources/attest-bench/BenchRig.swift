@@ -245,15 +245,11 @@ final class BenchRig {
         return environment
     }
 
-    /// Deletes the run's rows of every table and its app (after the worker has stopped): the database is
-    /// shared. Then rebuilds those tables' indexes: left at the size the run's rows gave them over the few
-    /// rows that remain, they made the next run's plans read the month's counted devices by the month's
-    /// index instead of the primary key (docs/SCALING.md, "0.9.14").
+    /// Deletes the run's rows of every table and its app (after the worker has stopped): the database is shared.
     private func removeRows() {
         do {
             try connection.run { c throws(PGError) in
-                try c.execute(BenchRigStatements.RemoveApp(teamId: Self.teamId, bundleId: bundleId))
-                for table in BenchRigStatements.RemoveApp.tables { try c.execute("REINDEX TABLE \(table)") }
+                try BenchRigStatements.RemoveApp.run(teamId: Self.teamId, bundleId: bundleId, on: c)
             }
         } catch {
             FileHandle.standardError.write(

@@ -68,5 +68,13 @@ enum BenchRigStatements {
             "receipt_refresh", "receipt_metrics", "verdicts", "devices", "mad_devices", "mad_totals", "mad_quota_events",
             "device_risk", "device_risk_history",
         ]
+
+        /// Deletes the app's rows, then rebuilds those tables' indexes: left at the size the run's rows gave
+        /// them over the few rows that remain, they made the next run's plans read the month's counted
+        /// devices by the month's index instead of the primary key (docs/SCALING.md, "0.9.14").
+        static func run(teamId: String, bundleId: String, on connection: PGConnection) throws(PGError) {
+            try connection.execute(RemoveApp(teamId: teamId, bundleId: bundleId))
+            for table in tables { try connection.execute("REINDEX TABLE \(table)") }
+        }
     }
 }

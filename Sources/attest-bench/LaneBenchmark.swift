@@ -157,7 +157,7 @@ struct LaneBenchmark: Subcommand {
                     try schema.drop()
                 } else {
                     try connection.run { c throws(PGError) in
-                        try c.execute(BenchRigStatements.RemoveApp(teamId: BenchRig.teamId, bundleId: bundleId))
+                        try BenchRigStatements.RemoveApp.run(teamId: BenchRig.teamId, bundleId: bundleId, on: c)
                     }
                 }
             } catch {
