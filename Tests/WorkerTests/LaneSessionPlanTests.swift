@@ -62,7 +62,7 @@ import Testing
     /// row on every batch.
     @Test func theRiskRowsAreLockedByTheirWholeKeyOnATableAnalyzedEmpty() throws {
         let db = try R.Schema()
-        try db.connection.execute("ANALYZE")
+        try db.connection.execute("ANALYZE device_risk")
         var decision = AttestStoreTests.decision("j1", .none)
         decision.receivedAt = Timestamp(seconds: 1_796_083_200)
         decision.intelligence = IntelligenceChange(
