@@ -40,7 +40,10 @@ enum ChallengesTable {
         }
     }
 
-    /// Settles a batch's claims: each claim's ``ChallengeOutcome`` by its jobId, every claim answered.
+    /// Settles a batch's claims: each claim's ``ChallengeOutcome`` by its jobId, every claim answered. The
+    /// challenges are read and locked by the claims' challenges as one array (`= ANY(ARRAY(…))`), which
+    /// only the primary key serves: as a join and a semi-join, a plan made while the table was analyzed
+    /// empty (as it is after a quiet spell's purge) read every challenge on every batch.
     struct Consume: PGStatement {
         var query: PGQuery {
             """
@@ -54,18 +57,19 @@ enum ChallengesTable {
                 SELECT claim.job_id, claim.challenge, claim.received_at, claim.ord, ch.used_by_job, ch.expires_at,
                     extract(epoch FROM claim.received_at) + claim.skew < extract(epoch FROM ch.issued_at) AS backdated
                 FROM claim JOIN challenges ch ON ch.challenge = claim.challenge AND ch.team_id = claim.team_id
-                    AND ch.bundle_id = claim.bundle_id),
+                    AND ch.bundle_id = claim.bundle_id
+                WHERE ch.challenge = ANY(ARRAY(SELECT challenge FROM claim))),
             claimant AS (
                 SELECT DISTINCT ON (challenge) challenge, job_id FROM found
                 WHERE received_at <= expires_at AND NOT backdated AND (used_by_job IS NULL OR used_by_job = job_id)
                 ORDER BY challenge, used_by_job IS NULL, ord),
             locked AS (
-                SELECT challenge FROM challenges WHERE challenge IN (SELECT challenge FROM claimant)
+                SELECT challenge FROM challenges WHERE challenge = ANY(ARRAY(SELECT challenge FROM claimant))
                 ORDER BY challenge FOR UPDATE),
             used AS (
                 UPDATE challenges ch SET used_by_job = claimant.job_id, used_at = coalesce(ch.used_at, now())
                 FROM claimant
-                WHERE ch.challenge = claimant.challenge AND ch.challenge IN (SELECT challenge FROM locked)
+                WHERE ch.challenge = claimant.challenge AND ch.challenge = ANY(ARRAY(SELECT challenge FROM locked))
                     AND (ch.used_by_job IS NULL OR ch.used_by_job = claimant.job_id)
                 RETURNING claimant.job_id)
             SELECT claim.job_id,

@@ -159,7 +159,9 @@ enum VerdictsTable {
     /// order: a unique index makes two inserts wait for each other only on one key, and two batches never
     /// insert one jobId at once under its lock. Nothing probes `verdicts` (every partition) for the jobIds
     /// again: the gather did, under their locks (``Attestations`` says why that suffices, and what a
-    /// verdict stored meanwhile by a writer that takes no lock does).
+    /// verdict stored meanwhile by a writer that takes no lock does). The devices are locked and updated by
+    /// their keys as one array (`= ANY(ARRAY(…))`), which only the primary key serves: as a semi-join, a plan
+    /// made while `devices` was analyzed empty read every device on every batch.
     struct Decisions: PGStatement {
         let decisions: [Decision]
 
@@ -183,17 +185,17 @@ enum VerdictsTable {
             u AS (
                 SELECT ukey AS key_id, count(*)::int AS n, max(received) AS seen FROM x WHERE ukey IS NOT NULL GROUP BY ukey),
             locked AS (
-                SELECT key_id FROM devices WHERE key_id IN (SELECT key_id FROM g UNION ALL SELECT key_id FROM u)
+                SELECT key_id FROM devices WHERE key_id = ANY(ARRAY(SELECT key_id FROM g UNION ALL SELECT key_id FROM u))
                 ORDER BY key_id FOR UPDATE),
             used AS (
                 UPDATE devices SET assertion_count = assertion_count + u.n, last_seen_at = greatest(last_seen_at, u.seen)
-                FROM u WHERE devices.key_id = u.key_id AND devices.key_id IN (SELECT key_id FROM locked)
+                FROM u WHERE devices.key_id = u.key_id AND devices.key_id = ANY(ARRAY(SELECT key_id FROM locked))
                 RETURNING devices.key_id),
             d AS (
                 UPDATE devices SET counter = g.highest, assertion_count = assertion_count + g.n,
                     last_seen_at = greatest(last_seen_at, g.seen)
                 FROM g WHERE devices.key_id = g.key_id AND devices.counter < g.lowest
-                    AND devices.key_id IN (SELECT key_id FROM locked)
+                    AND devices.key_id = ANY(ARRAY(SELECT key_id FROM locked))
                 RETURNING devices.key_id),
             v AS (
                 \(unescaped: insertVerdict)
