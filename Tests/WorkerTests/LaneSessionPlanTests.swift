@@ -14,6 +14,12 @@ import Testing
 @Suite struct LaneSessionPlanTests {
     typealias R = PartitionRetentionStoreTests
 
+    /// `query`'s plan as `explain` (an EXPLAIN with its options) prints it on `connection`, line by line.
+    static func plan(_ explain: String, _ query: PGQuery, on connection: PGConnection) throws -> [String] {
+        let rows = try connection.execute(explain + " " + query.sql, query.binds)
+        return (0..<rows.count).compactMap { rows.string($0, 0) }
+    }
+
     @Test func theStoredVerdictProbeUsesTheIndexesOfPartitionsAnalyzedEmpty() throws {
         let db = try R.Schema()
         let day = Timestamp(seconds: 1_796_083_200)
@@ -21,8 +27,7 @@ import Testing
         try db.connection.execute("ANALYZE verdicts")
         let probe = VerdictsTable.Stored(jobs: [ScopedJobId(app: R.app, jobId: "j1"), ScopedJobId(app: R.app, jobId: "j2")])
         func plan(_ connection: PGConnection) throws -> String {
-            let rows = try connection.execute("EXPLAIN " + probe.query.sql, probe.query.binds)
-            return (0..<rows.count).compactMap { rows.string($0, 0) }.joined(separator: "\n")
+            try Self.plan("EXPLAIN", probe.query, on: connection).joined(separator: "\n")
         }
         let unset = try plan(PGConnection(conninfo: db.url))
         #expect(unset.contains("Seq Scan on verdicts_p20261201_000000"), "\(unset)")  // what the settings prevent
@@ -50,8 +55,7 @@ import Testing
         let jobs = (0..<64).map { ScopedJobId(app: R.app, jobId: $0 % 2 == 0 ? "new-\($0)" : "stored-\($0)") }
         let probe = VerdictsTable.Stored(jobs: jobs)
         let lane = try PGConnection(conninfo: db.url, settings: AttestStore.sessionSettings)
-        let rows = try lane.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + probe.query.sql, probe.query.binds)
-        let plan = (0..<rows.count).compactMap { rows.string($0, 0) }.joined(separator: "\n")
+        let plan = try Self.plan("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)", probe.query, on: lane).joined(separator: "\n")
         #expect(!plan.contains("Rows Removed by Filter"), "\(plan)")
         #expect(plan.contains("job_id = x.job"), "\(plan)")
         #expect(try lane.execute(probe).count == 32)
@@ -66,8 +70,7 @@ import Testing
         try db.connection.execute("ANALYZE devices, challenges, device_risk")
         let lane = try PGConnection(conninfo: db.url, settings: AttestStore.sessionSettings)
         func expectKeyed(_ query: PGQuery, _ table: String) throws {
-            let explained = try lane.execute("EXPLAIN " + query.sql, query.binds)
-            let lines = (0..<explained.count).compactMap { explained.string($0, 0) }
+            let lines = try Self.plan("EXPLAIN", query, on: lane)
             let scans = lines.indices.filter { lines[$0].contains("Scan") && lines[$0].contains(" on \(table) ") }
             #expect(!scans.isEmpty, "\(table): \(lines)")
             for i in scans {

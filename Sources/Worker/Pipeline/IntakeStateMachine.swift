@@ -427,11 +427,8 @@ struct IntakeStateMachine {
     /// Per partition, the next offset after the finished prefix, when it moved since it was last taken.
     private mutating func takeCommittable() -> [TopicPartition: Int64] {
         var result = [TopicPartition: Int64]()
-        for (key, ledger) in ledgers {
-            if let next = ledger.committable, next != ledger.stored {
-                result[key] = next
-                ledgers[key]!.stored = next
-            }
+        for partition in Array(ledgers.keys) {
+            if let next = takeCommittable(partition) { result[partition] = next }
         }
         return result
     }
