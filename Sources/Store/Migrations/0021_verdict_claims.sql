@@ -28,8 +28,9 @@ CREATE TABLE verdict_claims (
     partition_at timestamptz NOT NULL,
     PRIMARY KEY (team_id, bundle_id, job_id)
 );
--- Retention's purge reads claims by partition time; claims are written in about that order.
-CREATE INDEX verdict_claims_partition_at ON verdict_claims USING brin (partition_at);
+-- Retention's purge reads claims by partition time. A btree: the pages purged claims leave are filled by
+-- new ones, which would widen a BRIN index's ranges until each covered every time.
+CREATE INDEX verdict_claims_partition_at ON verdict_claims (partition_at);
 
 -- Its schema's claims whatever the inserting session's search_path (FROM CURRENT: the migration's).
 CREATE FUNCTION verdict_claims_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
