@@ -11,7 +11,9 @@ enum VerdictsTable {
     /// partition's key index was probed for every job, a cost that grew with the retention (57 µs a job over
     /// eight days of 50,000 verdicts a day in psql, against 4.8 for the claim). Verdicts stored before
     /// migration 0021 have no claim: while its backlog bound is set, the partitions below it are probed too
-    /// (pruned to none once it is cleared). A row with a claim and no verdict is a stale claim (``Row/stale``).
+    /// (pruned to none once it is cleared). A row with a claim and no verdict is a stale claim (``Row/verdict``).
+    /// The conditions on the outer row alone (a claim found, a backlog set, no verdict yet) are checked
+    /// before a lateral's partitions are: for a new jobId neither lateral reads or prunes a partition.
     /// One verdict per jobId is kept across partitions (``BatchLocks``), so the first found is the one.
     struct Stored: PGStatement {
         let jobs: [ScopedJobId]
@@ -24,11 +26,13 @@ enum VerdictsTable {
                 LEFT JOIN verdict_claims c ON c.team_id = x.team AND c.bundle_id = x.bundle AND c.job_id = x.job
                 LEFT JOIN LATERAL (
                     SELECT verdict_json, job_sha256 FROM verdicts
-                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job AND partition_at = c.partition_at LIMIT 1) e ON true
+                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job AND partition_at = c.partition_at
+                        AND c.job_id IS NOT NULL LIMIT 1) e ON true
                 LEFT JOIN LATERAL (
                     SELECT verdict_json, job_sha256 FROM verdicts
                     WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job
-                        AND partition_at < (SELECT before FROM verdict_claims_backlog) LIMIT 1) o ON e.verdict_json IS NULL
+                        AND partition_at < (SELECT before FROM verdict_claims_backlog)
+                        AND (SELECT before FROM verdict_claims_backlog) IS NOT NULL AND e.verdict_json IS NULL LIMIT 1) o ON true
             WHERE c.job_id IS NOT NULL OR o.verdict_json IS NOT NULL
             """
         }
