@@ -237,27 +237,41 @@ final class PartitionTestClock: Clock {
         #expect(try other.runRound().created == 10)
     }
 
+    /// Several apps' months, purged in chunks smaller than what expires: each round deletes up to a chunk
+    /// across the apps, walking the counted devices' primary key app by app (they have no index by month).
     @Test func billingMonthsOlderThanTheRetentionAreDeletedAndNewerOnesKept() throws {
         let db = try Schema()
-        for month in ["2024-09-01", "2024-10-01", "2024-11-01", "2026-12-01"] {
-            try db.connection.execute(
-                """
-                INSERT INTO mad_devices (team_id, bundle_id, month, identity, job_id, counted_at)
-                VALUES ('TEAM123456', 'com.example.a', $1::date, 'key:aa', 'j', $1::date)
-                """, [.text(month)])
-            try db.connection.execute(
-                "INSERT INTO mad_totals (team_id, bundle_id, month, devices) VALUES ('TEAM123456', 'com.example.a', $1::date, 1)",
-                [.text(month)])
+        let apps = [("TEAM123456", "com.example.a"), ("TEAM000001", "com.example.z"), ("TEAM123456", "com.example.b")]
+        for (team, bundle) in apps {
+            for month in ["2024-09-01", "2024-10-01", "2024-11-01", "2026-12-01"] {
+                try db.connection.execute(
+                    """
+                    INSERT INTO mad_devices (team_id, bundle_id, month, identity, job_id, counted_at)
+                    SELECT $1, $2, $3::date, 'key:' || g, 'j', $3::date FROM generate_series(1, 2) g
+                    """, [.text(team), .text(bundle), .text(month)])
+                try db.connection.execute(
+                    "INSERT INTO mad_totals (team_id, bundle_id, month, devices) VALUES ($1, $2, $3::date, 2)",
+                    [.text(team), .text(bundle), .text(month)])
+            }
         }
+        #expect(try db.count("SELECT count(*) FROM pg_indexes WHERE tablename = 'mad_devices' AND schemaname = current_schema()") == 1)
         let clock = PartitionTestClock(Timestamp(seconds: 1_796_083_200 + 3600))  // 2026-12-01T01:00Z
         let day = PartitionPlanner.Settings(widthSeconds: 86_400, retentionSeconds: 8 * 86_400, lookbackSeconds: 86_400)
-        let maintainer = PartitionMaintainer(
-            settings: .init(verdicts: day, riskHistory: day, billingMonths: 25, interval: .seconds(60)),
-            conninfo: db.url, clock: clock, registry: MetricsRegistry(), logger: Logger(level: .error))
+        var settings = PartitionMaintainer.Settings(verdicts: day, riskHistory: day, billingMonths: 25, interval: .seconds(60))
+        settings.purgeChunk = 5
+        let maintainer = PartitionMaintainer(settings: settings, conninfo: db.url, clock: clock, registry: MetricsRegistry(), logger: Logger(level: .error))
+        // 25 months before December 2026 is November 2024: older months go, 12 counted devices in all.
         try maintainer.runRound()
-        // 25 months before December 2026 is November 2024: older months go.
-        let months = try db.connection.execute("SELECT to_char(month, 'YYYY-MM') FROM mad_devices ORDER BY month")
-        #expect((0..<months.count).compactMap { months.string($0, 0) } == ["2024-11", "2026-12"])
-        #expect(try db.count("SELECT count(*) FROM mad_totals") == 2)
+        #expect(try db.count("SELECT count(*) FROM mad_devices WHERE month < '2024-11-01'") == 7)
+        try maintainer.runRound()
+        try maintainer.runRound()
+        for (team, bundle) in apps {
+            let months = try db.connection.execute(
+                "SELECT DISTINCT to_char(month, 'YYYY-MM') FROM mad_devices WHERE team_id = $1 AND bundle_id = $2 ORDER BY 1",
+                [.text(team), .text(bundle)])
+            #expect((0..<months.count).compactMap { months.string($0, 0) } == ["2024-11", "2026-12"], "\(team) \(bundle)")
+        }
+        #expect(try db.count("SELECT count(*) FROM mad_devices") == 12)
+        #expect(try db.count("SELECT count(*) FROM mad_totals") == 6)
     }
 }

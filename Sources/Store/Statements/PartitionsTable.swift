@@ -242,7 +242,9 @@ public enum PartitionsTable {
     }
 
     /// Deletes up to `limit` rows of each billing table (counted devices, monthly totals, quota crossings)
-    /// of the UTC months before the one `months` before now's.
+    /// of the UTC months before the one `months` before now's. The counted devices are reached through
+    /// their primary key, app by app (each next app found by the key's first two columns, then its months
+    /// before the cutoff), since they have no index by month (migration 0022).
     struct PurgeBilling: PGOneRowStatement {
         let now: Timestamp
         let months: Int
@@ -255,7 +257,17 @@ public enum PartitionsTable {
                     - make_interval(months => \(months)::int))::date AS month),
             d AS (
                 DELETE FROM mad_devices WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM mad_devices WHERE month < (SELECT month FROM cutoff) LIMIT \(limit)))
+                    WITH RECURSIVE apps (team_id, bundle_id) AS (
+                        (SELECT team_id, bundle_id FROM mad_devices ORDER BY team_id, bundle_id LIMIT 1)
+                        UNION ALL
+                        SELECT n.team_id, n.bundle_id FROM apps a CROSS JOIN LATERAL (
+                            SELECT team_id, bundle_id FROM mad_devices m WHERE (m.team_id, m.bundle_id) > (a.team_id, a.bundle_id)
+                            ORDER BY team_id, bundle_id LIMIT 1) n)
+                    SELECT o.ctid FROM apps CROSS JOIN LATERAL (
+                        SELECT ctid FROM mad_devices m
+                        WHERE m.team_id = apps.team_id AND m.bundle_id = apps.bundle_id AND m.month < (SELECT month FROM cutoff)
+                        LIMIT \(limit)) o
+                    LIMIT \(limit)))
                 RETURNING 1),
             t AS (
                 DELETE FROM mad_totals WHERE ctid = ANY(ARRAY(
