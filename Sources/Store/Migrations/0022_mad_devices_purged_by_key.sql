@@ -9,4 +9,4 @@
 -- start, which retries).
 SET LOCAL lock_timeout = '2s';
 
-DROP INDEX mad_devices_month;
+DROP INDEX IF EXISTS mad_devices_month;

@@ -12,7 +12,8 @@ import Synchronization
 /// under it and carries out the first action ``PartitionPlanner`` plans, so two workers never act on a
 /// stale view. A round creates what is missing (nearest to now first), drops at most one expired partition,
 /// then deletes a chunk of the rows kept outside partitions (the DEFAULT partitions' old rows, old billing
-/// months), and finishes migration 0019's index by decision time where it is not finished (each partition's
+/// months), the expired verdict claims (migration 0021) chunk by chunk, and finishes migration 0019's index
+/// by decision time where it is not finished (each partition's
 /// built concurrently and attached, then the btree it replaces dropped). Every worker, lock holder or not,
 /// exports the gauges from the catalog after its round.
 ///

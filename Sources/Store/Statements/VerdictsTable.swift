@@ -8,8 +8,9 @@ enum VerdictsTable {
     /// The verdicts already stored for these jobs of their apps (a batch's prefetch), found through their
     /// claims (``VerdictClaimsTable``): each jobId's claim looked up by primary key, then its verdict in the
     /// one partition the claim names (the others are pruned as the statement runs). Until 0.9.14 every
-    /// partition's key index was probed for every job, a cost that grew with the retention (57 µs a job over
-    /// eight days of 50,000 verdicts a day in psql, against 4.8 for the claim). Verdicts stored before
+    /// partition's key index was probed for every job, a cost that grew with the retention (PostgreSQL's
+    /// CPU per job 0.062 ms over eight days of 50,000 verdicts a day against 0.049 with claims, in
+    /// `attest-bench lane --stored-days`; docs/SCALING.md, "0.9.15"). Verdicts stored before
     /// migration 0021 have no claim: while its backlog bound is set, the partitions below it are probed too
     /// (pruned to none once it is cleared). A row with a claim and no verdict is a stale claim (``Row/verdict``).
     /// The conditions on the outer row alone (a claim found, a backlog set, no verdict yet) are checked
@@ -120,12 +121,12 @@ enum VerdictsTable {
     /// stored or the statement fails, so it returns no rows. Keys must be distinct
     /// because one statement cannot change a row twice: a batch attesting a key twice writes its
     /// attestations in rounds, one statement each (``DecisionWrites``). The batch's gather found no
-    /// verdict for these jobIds in any partition after taking their locks (``BatchLocks``), and no other
-    /// worker stores them before this commits, so nothing here probes `verdicts` again, and no ON CONFLICT
-    /// clause guards the insert (its speculative insertion, a second probe of the key and a second WAL
-    /// record, cost more than half again a plain insert): a writer that takes no lock and stored one of
-    /// these jobIds in the same partition meanwhile makes the insert fail on the partition's key, and the
-    /// settle runs the batch again (``StoreTransaction/settle(_:)``). A device the attestation names keeps
+    /// verdict for these jobIds after taking their locks (``BatchLocks``), and no other worker stores them
+    /// before this commits, so nothing here looks for them again, and no ON CONFLICT clause guards the
+    /// inserts (its speculative insertion, a second probe of the key and a second WAL record, cost more than
+    /// half again a plain insert): a writer that takes no lock and stored one of these jobIds meanwhile makes
+    /// the insert fail on the partition's key or the claims', and the settle runs the batch again
+    /// (``StoreTransaction/settle(_:)``). The verdicts' claims go in the same statement (``insertClaims``). A device the attestation names keeps
     /// that id; one it does not name keeps its stored id, or gets a new UUID: the two are separate inserts
     /// because an upsert's update sees only the row it proposed, not whether the id in it was given.
     struct Attestations: PGCommandStatement {
@@ -188,9 +189,9 @@ enum VerdictsTable {
     /// UPDATE itself, so a concurrent writer's change is re-checked under the row lock, and the rows are
     /// locked in key order first (`locked`) so that two batches cannot deadlock on them. Verdicts need no
     /// order: a unique index makes two inserts wait for each other only on one key, and two batches never
-    /// insert one jobId at once under its lock. Nothing probes `verdicts` (every partition) for the jobIds
-    /// again: the gather did, under their locks (``Attestations`` says why that suffices, and what a
-    /// verdict stored meanwhile by a writer that takes no lock does). The devices are locked and updated by
+    /// insert one jobId at once under its lock. Nothing looks the jobIds up again: the gather did, under
+    /// their locks (``Attestations`` says why that suffices, and what a verdict stored meanwhile by a writer
+    /// that takes no lock does). The stored verdicts' claims go in the same statement (``insertClaims``). The devices are locked and updated by
     /// their keys as one array (`= ANY(ARRAY(…))`), which only the primary key serves: as a semi-join, a plan
     /// made while `devices` was analyzed empty read every device on every batch.
     struct Decisions: PGStatement {
