@@ -53,7 +53,8 @@ enum BenchRigStatements {
             rr AS (DELETE FROM receipt_refresh WHERE key_id IN (SELECT key_id FROM k)),
             rm AS (DELETE FROM receipt_metrics WHERE key_id IN (SELECT key_id FROM k)),
             v AS (DELETE FROM verdicts WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
-            c AS (DELETE FROM verdict_claims WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
+            c AS (DELETE FROM verdict_claims WHERE key = ANY(ARRAY(
+                SELECT verdict_claim_key(team_id, bundle_id, job_id) FROM verdicts WHERE team_id = \(teamId) AND bundle_id = \(bundleId)))),
             d AS (DELETE FROM devices WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
             m AS (DELETE FROM mad_devices WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
             t AS (DELETE FROM mad_totals WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),

@@ -15,7 +15,7 @@ import Testing
 
     /// Verdicts with no claim naming their partition time, and claims with no verdict where they say.
     static func unmatched(_ db: R.Schema) throws -> (verdicts: Int64, claims: Int64) {
-        let key = "(v.team_id, v.bundle_id, v.job_id, v.partition_at) = (c.team_id, c.bundle_id, c.job_id, c.partition_at)"
+        let key = "c.key = verdict_claim_key(v.team_id, v.bundle_id, v.job_id) AND c.partition_at = v.partition_at"
         return (
             try db.count("SELECT count(*) FROM verdicts v WHERE NOT EXISTS (SELECT 1 FROM verdict_claims c WHERE \(key))"),
             try db.count("SELECT count(*) FROM verdict_claims c WHERE NOT EXISTS (SELECT 1 FROM verdicts v WHERE \(key))")
@@ -52,6 +52,20 @@ import Testing
         }
         #expect(stored.json == #"{"jobId":"old-writer"}"#)
         #expect(try db.count("SELECT count(*) FROM verdicts") == 1)
+    }
+
+    /// A claim's key tells every (team, bundle, jobId) apart, however their texts would run together.
+    @Test func theClaimKeyKeepsTheThreeTextsApart() throws {
+        let db = try R.Schema()
+        let triples = [("T", "a/b", "c"), ("T", "a", "b/c"), ("Ta", "b", "c"), ("T", "ab", "c"), ("T", "a", "bc"), ("", "Ta", "bc")]
+        var keys = Set<String>()
+        for (team, bundle, job) in triples {
+            let row = try db.connection.execute(
+                "SELECT encode(verdict_claim_key($1, $2, $3), 'hex')", [.text(team), .text(bundle), .text(job)])
+            keys.insert(try #require(row.string(0, 0)))
+        }
+        #expect(keys.count == triples.count)
+        #expect(keys.allSatisfy { $0.count == 64 })
     }
 
     /// A verdict stored before migration 0021 has no claim: while the backlog's bound is above its

@@ -21,12 +21,18 @@
 -- fails the start, which retries).
 SET LOCAL lock_timeout = '2s';
 
+-- A claim's key is SHA-256 of the team, bundle and jobId, each but the last preceded by its length in bytes
+-- (so no two triples share an encoding): 32 bytes compared as bytes, where the three texts were compared
+-- under the database's collation. In psql, over 425,000 claims, the lookup took 3.1 µs a job against 5.3 and
+-- the insert 7.2 against 11.1 (docs/SCALING.md, "0.9.15"). Every writer computes it with this function.
+CREATE FUNCTION verdict_claim_key(team text, bundle text, job text) RETURNS bytea LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
+    SELECT sha256(int4send(octet_length(team)) || convert_to(team, 'UTF8') || int4send(octet_length(bundle))
+        || convert_to(bundle, 'UTF8') || convert_to(job, 'UTF8'))
+$$;
+
 CREATE TABLE verdict_claims (
-    team_id text NOT NULL,
-    bundle_id text NOT NULL,
-    job_id text NOT NULL,
-    partition_at timestamptz NOT NULL,
-    PRIMARY KEY (team_id, bundle_id, job_id)
+    key bytea PRIMARY KEY CHECK (octet_length(key) = 32),
+    partition_at timestamptz NOT NULL
 );
 -- Retention's purge reads claims by partition time. A btree: the pages purged claims leave are filled by
 -- new ones, which would widen a BRIN index's ranges until each covered every time.
@@ -35,9 +41,9 @@ CREATE INDEX verdict_claims_partition_at ON verdict_claims (partition_at);
 -- Its schema's claims whatever the inserting session's search_path (FROM CURRENT: the migration's).
 CREATE FUNCTION verdict_claims_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    INSERT INTO verdict_claims (team_id, bundle_id, job_id, partition_at)
-    VALUES (NEW.team_id, NEW.bundle_id, NEW.job_id, NEW.partition_at)
-    ON CONFLICT (team_id, bundle_id, job_id) DO UPDATE SET partition_at = EXCLUDED.partition_at;
+    INSERT INTO verdict_claims (key, partition_at)
+    VALUES (verdict_claim_key(NEW.team_id, NEW.bundle_id, NEW.job_id), NEW.partition_at)
+    ON CONFLICT (key) DO UPDATE SET partition_at = EXCLUDED.partition_at;
     RETURN NULL;
 END
 $$;

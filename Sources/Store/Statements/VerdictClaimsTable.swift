@@ -1,9 +1,10 @@
 import AttestCore
 import PostgresClient
 
-/// The SQL of `verdict_claims` (migration 0021): one row per jobId whose verdict is stored, naming the
-/// verdict's partition time, so a batch finds a stored verdict by one primary-key lookup however many
-/// partitions retention keeps. The batch's verdict statements write their claims themselves
+/// The SQL of `verdict_claims` (migration 0021): one row per jobId whose verdict is stored, keyed by
+/// `verdict_claim_key(team, bundle, jobId)` (SHA-256 of the three, lengths first) and naming the verdict's
+/// partition time, so a batch finds a stored verdict by one primary-key lookup however many partitions
+/// retention keeps. The batch's verdict statements write their claims themselves
 /// (``VerdictsTable/Attestations``, ``VerdictsTable/Decisions``); any other writer of `verdicts` gets them
 /// from the migration's row trigger.
 enum VerdictClaimsTable {
@@ -20,9 +21,9 @@ enum VerdictClaimsTable {
 
         var query: PGQuery {
             """
-            DELETE FROM verdict_claims c
-            USING unnest(\(jobs.map(\.app.teamId))::text[], \(jobs.map(\.app.bundleId))::text[], \(jobs.map(\.jobId))::text[]) AS x(team, bundle, job)
-            WHERE c.team_id = x.team AND c.bundle_id = x.bundle AND c.job_id = x.job
+            DELETE FROM verdict_claims WHERE key = ANY(ARRAY(
+                SELECT verdict_claim_key(team, bundle, job)
+                FROM unnest(\(jobs.map(\.app.teamId))::text[], \(jobs.map(\.app.bundleId))::text[], \(jobs.map(\.jobId))::text[]) AS x(team, bundle, job)))
             """
         }
     }
