@@ -38,22 +38,18 @@ final class StoreTransaction: BatchTransaction {
     private(set) var inDatabase = Duration.zero
     private(set) var begun = false
     private(set) var committed = false
-    /// The jobIds whose claims the gather found stale: the settle removes them before storing those jobs.
-    private var staleClaims = [ScopedJobId]()
 
     init(connection: PGConnection) { self.connection = connection }
 
     /// Every statement pipelined, each looking rows up by key. The locks come first (``VerdictsTable/BatchLocks``):
     /// the jobIds, so a verdict another worker is storing for one of them is committed before this reads
     /// the stored verdicts; the keys, so no other worker moves a counter or an assertion count between
-    /// this read and the settle. The transaction says it writes its verdicts' claims itself
-    /// (``VerdictClaimsTable/WrittenByBatch``). The challenge claims settle as ``ChallengeStore/consume(_:on:)`` would.
+    /// this read and the settle. The claims settle as ``ChallengeStore/consume(_:on:)`` would.
     func gather(_ request: GatherRequest) throws(PGError) -> Gathered {
         precondition(!begun, "a batch transaction gathers once")
         var pipeline = PGPipeline()
         pipeline.append(PGBegin())
         pipeline.append(VerdictsTable.BatchLocks(jobs: request.jobs, keyIds: request.keyIds))
-        pipeline.append(VerdictClaimsTable.WrittenByBatch())
         let verdicts = pipeline.append(VerdictsTable.Stored(jobs: request.jobs))
         let devices = pipeline.append(DevicesTable.ByKeys(keyIds: request.keyIds))
         let query = request.intelligence
@@ -64,12 +60,8 @@ final class StoreTransaction: BatchTransaction {
         let claims = request.claims.isEmpty ? nil : pipeline.append(ChallengesTable.Consume(request.claims))
         begun = true
         let results = try timed { () throws(PGError) in try connection.pipeline(pipeline) }
-        var stored = [ScopedJobId: StoredVerdict]()
-        for row in results[verdicts] {
-            if let verdict = row.verdict { stored[row.job] = verdict } else { staleClaims.append(row.job) }
-        }
         return Gathered(
-            verdicts: stored,
+            verdicts: Dictionary(results[verdicts].map { ($0.job, $0.verdict) }, uniquingKeysWith: { _, last in last }),
             devices: Dictionary(results[devices].map { ($0.keyId, $0) }, uniquingKeysWith: { _, last in last }),
             intelligence: intelligence.map { AttestStore.snapshot(results[$0.0], results[$0.1], results[$0.2]) } ?? IntelligenceSnapshot(),
             challenges: claims.map { results[$0] } ?? [:])
@@ -86,7 +78,6 @@ final class StoreTransaction: BatchTransaction {
     func settle(_ decisions: [Decision]) throws(PGError) -> (stored: [Bool], crossings: [QuotaCrossing]) {
         precondition(begun && !committed, "a batch transaction settles once, after its gather")
         var pipeline = PGPipeline()
-        if !staleClaims.isEmpty { pipeline.append(VerdictClaimsTable.DeleteStale(jobs: staleClaims)) }
         let writes = DecisionWrites(decisions, into: &pipeline)
         pipeline.append(PGCommit())
         let results: PGPipeline.Results
@@ -150,10 +141,10 @@ extension PGError {
     public static let movedUnderLocks = PGError(code: .client, message: "a jobId or counter moved under the batch's locks")
 
     /// A unique violation of a verdicts partition's key (`verdicts_…_pkey`, as partitions made by the
-    /// worker and by migration 0011 are named) or of the claims' (`verdict_claims_pkey`): a verdict of the
-    /// same jobId was stored after the gather found none.
+    /// worker and by migration 0011 are named): a verdict of the same jobId and partition time was stored
+    /// after the gather found none.
     var isVerdictKeyConflict: Bool {
         guard sqlState == "23505", let constraint else { return false }
-        return constraint.hasPrefix("verdicts") && constraint.hasSuffix("_pkey") || constraint == "verdict_claims_pkey"
+        return constraint.hasPrefix("verdicts") && constraint.hasSuffix("_pkey")
     }
 }

@@ -53,8 +53,6 @@ enum BenchRigStatements {
             rr AS (DELETE FROM receipt_refresh WHERE key_id IN (SELECT key_id FROM k)),
             rm AS (DELETE FROM receipt_metrics WHERE key_id IN (SELECT key_id FROM k)),
             v AS (DELETE FROM verdicts WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
-            c AS (DELETE FROM verdict_claims WHERE key = ANY(ARRAY(
-                SELECT verdict_claim_key(team_id, bundle_id, job_id) FROM verdicts WHERE team_id = \(teamId) AND bundle_id = \(bundleId)))),
             d AS (DELETE FROM devices WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
             m AS (DELETE FROM mad_devices WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
             t AS (DELETE FROM mad_totals WHERE team_id = \(teamId) AND bundle_id = \(bundleId)),
@@ -67,7 +65,7 @@ enum BenchRigStatements {
 
         /// The tables whose indexes a run's rows filled and its deletes left at that size.
         static let tables = [
-            "receipt_refresh", "receipt_metrics", "verdicts", "verdict_claims", "devices", "mad_devices", "mad_totals", "mad_quota_events",
+            "receipt_refresh", "receipt_metrics", "verdicts", "devices", "mad_devices", "mad_totals", "mad_quota_events",
             "device_risk", "device_risk_history",
         ]
 

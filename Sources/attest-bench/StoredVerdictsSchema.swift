@@ -3,10 +3,10 @@ import PostgresClient
 import Store
 
 /// A database schema of `attest-bench lane`'s own, migrated, whose `verdicts` hold the days a group keeps:
-/// `days` day partitions before today's, each with `rows` verdicts of another app (and their claims), then
-/// today's and 3 ahead empty (what a worker's maintenance creates with the defaults) and DEFAULT. Until
-/// 0.9.14 a batch looked each new jobId up in every one of these partitions, and the benchmark's usual
-/// database, with its few rows, showed little of that cost (docs/SCALING.md, "Verdict partitions").
+/// `days` day partitions before today's, each with `rows` verdicts of another app, then today's and 3 ahead
+/// empty (what a worker's maintenance creates with the defaults) and DEFAULT. A batch looks each new jobId up
+/// in every one of these partitions, and the benchmark's usual database, with its few rows, shows little
+/// of that cost (docs/SCALING.md, "Verdict partitions").
 struct StoredVerdictsSchema {
     let name: String
     private let admin: PGReconnectingConnection
@@ -56,7 +56,7 @@ struct StoredVerdictsSchema {
 /// schema itself (its name is made from a run id of hex digits, never from input).
 enum StoredVerdictsStatements {
     /// `rows` accepted assertions' verdicts of an app no run uses, spread over the day from `day`, each
-    /// with a verdict document of a real one's size (their claims from migration 0021's trigger).
+    /// with a verdict document of a real one's size.
     struct Fill: PGCommandStatement {
         let day: Timestamp
         let rows: Int
@@ -74,6 +74,6 @@ enum StoredVerdictsStatements {
     }
 
     struct Vacuum: PGCommandStatement {
-        var query: PGQuery { "VACUUM (ANALYZE) verdicts, verdict_claims" }
+        var query: PGQuery { "VACUUM (ANALYZE) verdicts" }
     }
 }

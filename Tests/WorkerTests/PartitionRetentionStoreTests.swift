@@ -198,12 +198,6 @@ final class PartitionTestClock: Clock {
         }.map { stored[$0] }
         #expect(keptJobs == expected)
         #expect(keptJobs.count < stored.count)
-        // Claims go with the retention: none is left without its verdict, and every verdict younger than it
-        // keeps its claim (an older one still kept by its partition may have lost it).
-        let (unclaimed, stale) = try VerdictClaimsTests.unmatched(db)
-        #expect(stale == 0)
-        #expect(unclaimed == (try db.count("SELECT count(*) FROM verdicts WHERE partition_at < '\(horizon.rfc3339)'")))
-        #expect(try db.count("SELECT count(*) FROM verdict_claims WHERE partition_at < '\(horizon.rfc3339)'") == 0)
         // What is left: the minutes from the oldest kept one to 3 ahead of now, and DEFAULT (empty).
         #expect(try db.partitions("verdicts") == ["verdicts_default"] + (3...9).map { "verdicts_p20261208_000\($0)00" })
         #expect(try db.count("SELECT count(*) FROM verdicts_default") == 0)

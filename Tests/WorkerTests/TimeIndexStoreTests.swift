@@ -1,5 +1,4 @@
 import AttestCore
-import AttestJobs
 import Foundation
 import Observability
 import PostgresClient
@@ -53,21 +52,16 @@ import Testing
         return try #require(valid as Bool?, "verdicts_decided_brin exists")
     }
 
-    /// A database as a group running 0.9.10 leaves it, then migrated: at 0018, its minute partitions made as
-    /// maintenance makes them, `batches` of verdicts stored as that release stores them (each a list of
-    /// seconds after the start), then the migrations from 0019 applied.
+    /// A database as a group running 0.9.10 leaves it, then migrated: at 0018, its minute partitions made by
+    /// maintenance, `batches` of verdicts stored (each a list of seconds after the start), then 0019 applied.
     static func upgraded(storing batches: [[Int64]]) throws -> (db: R.Schema, clock: PartitionTestClock) {
         let db = try R.Schema(upTo: 18)
         let clock = PartitionTestClock(start)
-        for case .create(let lower, let upper) in PartitionPlanner.plan([], now: start, minute) {
-            for table in PartitionsTable.tables { _ = try db.connection.execute(PartitionsTable.Create(table: table, lower: lower, upper: upper)) }
-        }
-        for second in batches.joined() {
-            try db.connection.execute(
-                """
-                INSERT INTO verdicts (job_id, team_id, bundle_id, ok, verdict_json, decided_at, partition_at)
-                VALUES ($1, $2, $3, false, '{}', $4::timestamptz, $4::timestamptz)
-                """, [.text("at-\(second)"), .text(R.app.teamId), .text(R.app.bundleId), .text(start.adding(seconds: second).rfc3339)])
+        #expect(try maintainer(db, clock).runRound().created == 10)
+        let store = AttestStore(connection: PGReconnectingConnection(conninfo: db.url))
+        for batch in batches {
+            let decisions = batch.map { R.decision("at-\($0)", at: start.adding(seconds: $0)) }
+            #expect(try store.commit(decisions).outcomes == decisions.map { _ in .stored })
         }
         _ = try Migrator.migrate(db.connection, migrations: Migrator.bundled)
         return (db, clock)

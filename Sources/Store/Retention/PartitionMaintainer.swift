@@ -12,8 +12,7 @@ import Synchronization
 /// under it and carries out the first action ``PartitionPlanner`` plans, so two workers never act on a
 /// stale view. A round creates what is missing (nearest to now first), drops at most one expired partition,
 /// then deletes a chunk of the rows kept outside partitions (the DEFAULT partitions' old rows, old billing
-/// months), the expired verdict claims (migration 0021) chunk by chunk, and finishes migration 0019's index
-/// by decision time where it is not finished (each partition's
+/// months), and finishes migration 0019's index by decision time where it is not finished (each partition's
 /// built concurrently and attached, then the btree it replaces dropped). Every worker, lock holder or not,
 /// exports the gauges from the catalog after its round.
 ///
@@ -29,11 +28,8 @@ public final class PartitionMaintainer: Service {
         public var interval: Duration
         /// Changes per round, at most (each its own short transaction).
         public var maxActions: Int = 16
-        /// Rows deleted per table per round outside partitions, and per transaction of the claims' purge.
+        /// Rows deleted per table per round outside partitions.
         public var purgeChunk: Int64 = 10_000
-        /// How long a round goes on purging expired verdict claims (migration 0021), chunk after chunk: a
-        /// busy day's claims are many chunks, and a stopping worker waits for the round.
-        public var claimPurgeBudget: Duration = .seconds(30)
         /// How long a concurrent index build (migration 0019's) waits for older transactions before it fails
         /// and leaves it to the next round.
         public var buildLockTimeout: Duration = .seconds(60)
@@ -88,7 +84,7 @@ public final class PartitionMaintainer: Service {
         self.logger = logger
         attached = registry.gauge(
             "attest_partitions_attached",
-            help: "Partitions attached to the table, DEFAULT included.",
+            help: "Partitions attached to the table, DEFAULT included (a batch looks each job up in every one of verdicts').",
             labelNames: ["table"])
         ahead = registry.gauge(
             "attest_partitions_ahead", help: "Partitions of the table that start after now (created ahead).", labelNames: ["table"])
@@ -186,38 +182,10 @@ public final class PartitionMaintainer: Service {
                 let billing = try c.execute(PartitionsTable.PurgeBilling(now: now, months: settings.billingMonths, limit: settings.purgeChunk))
                 return defaults.deleted + billing.deleted
             }
-            round.purged += try purgeClaims(c)
         }
         round.timeIndexes = try finishTimeIndex(c)
         try export(c)
         return round
-    }
-
-    /// Expired verdict claims (``VerdictClaimsTable/Purge``: older than the verdicts' retention, so their
-    /// partitions are dropped or next), a chunk per short transaction under the lock until a chunk comes
-    /// back short or `claimPurgeBudget` is spent; then migration 0021's backlog, cleared once no verdict is
-    /// left below its bound. A claim whose verdict went first is harmless meanwhile: the gather finds it
-    /// stale and the settle replaces it. Returns the claims deleted.
-    private func purgeClaims(_ c: PGConnection) throws(PGError) -> Int64 {
-        let started = ContinuousClock.now
-        var purged: Int64 = 0
-        while ContinuousClock.now - started < settings.claimPurgeBudget {
-            let deleted = try c.transaction { c throws(PGError) -> Int64? in
-                try c.execute(PartitionsTable.LockTimeout())
-                guard try c.execute(PartitionsTable.TryLock(key: Self.lockKey)).locked else { return nil }
-                let before = clock.now().adding(seconds: -settings.verdicts.retentionSeconds)
-                return try c.execute(VerdictClaimsTable.Purge(before: before, limit: settings.purgeChunk)).deleted
-            }
-            guard let deleted else { return purged }
-            purged += deleted
-            if deleted < settings.purgeChunk { break }
-        }
-        try c.transaction { c throws(PGError) in
-            try c.execute(PartitionsTable.LockTimeout())
-            guard try c.execute(PartitionsTable.TryLock(key: Self.lockKey)).locked else { return }
-            try c.execute(VerdictClaimsTable.SettleBacklog())
-        }
-        return purged
     }
 
     /// Migration 0019's BRIN index of verdicts by decision time, finished beside the batches: each partition

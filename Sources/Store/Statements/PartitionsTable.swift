@@ -244,7 +244,7 @@ public enum PartitionsTable {
     /// Deletes up to `limit` rows of each billing table (counted devices, monthly totals, quota crossings)
     /// of the UTC months before the one `months` before now's. The counted devices are reached through
     /// their primary key, app by app (each next app found by the key's first two columns, then its months
-    /// before the cutoff), since they have no index by month (migration 0022).
+    /// before the cutoff), since they have no index by month (migration 0021).
     struct PurgeBilling: PGOneRowStatement {
         let now: Timestamp
         let months: Int

@@ -5,54 +5,35 @@ import PostgresClient
 /// The SQL of `verdicts`, and of the device writes that go with a verdict in the same statement (an
 /// attested device only if its verdict is new; an assertion's counter only with its verdict).
 enum VerdictsTable {
-    /// The verdicts already stored for these jobs of their apps (a batch's prefetch), found through their
-    /// claims (``VerdictClaimsTable``): each jobId's claim looked up by its key, then its verdict in the
-    /// one partition the claim names (the others are pruned as the statement runs). Until 0.9.14 every
-    /// partition's key index was probed for every job, a cost that grew with the retention (PostgreSQL's
-    /// CPU per job 0.062 ms over eight days of 50,000 verdicts a day against 0.049 with claims, in
-    /// `attest-bench lane --stored-days`; docs/SCALING.md, "0.9.15"). Verdicts stored before
-    /// migration 0021 have no claim: while its backlog bound is set, the partitions below it are probed too
-    /// (pruned to none once it is cleared). A row with a claim and no verdict is a stale claim (``Row/verdict``).
-    /// The conditions on the outer row alone (a claim found, a backlog set, no verdict yet) are checked
-    /// before a lateral's partitions are: for a new jobId neither lateral reads or prunes a partition.
+    /// The verdicts already stored for these jobs of their apps, probed by primary key (a batch's prefetch):
+    /// each jobId looked up with its team and bundle, all three in every partition's index condition, so the
+    /// probe reads what it finds whatever the statistics say. Probed per app with the jobIds as one array
+    /// (`job_id = ANY(…)`), the planner chose by its estimate of an app's rows, and where it took them for
+    /// few it scanned every verdict of the app in each partition and filtered the jobIds: 100,000 of one
+    /// app's verdicts in a partition took 828 ms a probe against 3.6–6.6 ms (psql, 512 new jobIds).
     /// One verdict per jobId is kept across partitions (``BatchLocks``), so the first found is the one.
     struct Stored: PGStatement {
         let jobs: [ScopedJobId]
 
         var query: PGQuery {
             """
-            SELECT x.team AS team_id, x.bundle AS bundle_id, x.job AS job_id,
-                coalesce(e.verdict_json, o.verdict_json) AS verdict_json, coalesce(e.job_sha256, o.job_sha256) AS job_sha256
+            SELECT x.team AS team_id, x.bundle AS bundle_id, x.job AS job_id, e.verdict_json, e.job_sha256
             FROM unnest(\(jobs.map(\.app.teamId))::text[], \(jobs.map(\.app.bundleId))::text[], \(jobs.map(\.jobId))::text[]) AS x(team, bundle, job)
-                LEFT JOIN verdict_claims c ON c.key = verdict_claim_key(x.team, x.bundle, x.job)
-                LEFT JOIN LATERAL (
+                CROSS JOIN LATERAL (
                     SELECT verdict_json, job_sha256 FROM verdicts
-                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job AND partition_at = c.partition_at
-                        AND c.key IS NOT NULL LIMIT 1) e ON true
-                LEFT JOIN LATERAL (
-                    SELECT verdict_json, job_sha256 FROM verdicts
-                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job
-                        AND partition_at < (SELECT before FROM verdict_claims_backlog)
-                        AND (SELECT before FROM verdict_claims_backlog) IS NOT NULL AND e.verdict_json IS NULL LIMIT 1) o ON true
-            WHERE c.key IS NOT NULL OR o.verdict_json IS NOT NULL
+                    WHERE team_id = x.team AND bundle_id = x.bundle AND job_id = x.job LIMIT 1) e
             """
         }
 
         struct Row: PGRowDecodable {
             let job: ScopedJobId
-            /// nil: the claim is stale, its verdict gone (a partition dropped before retention purged its
-            /// claims, or a verdict deleted by hand): the job is decided again and the claim replaced.
-            let verdict: StoredVerdict?
+            let verdict: StoredVerdict
 
             init(row: PGRow) throws(PGError) {
                 job = ScopedJobId(
                     app: AppIdentity(teamId: try row.decode("team_id"), bundleId: try row.decode("bundle_id")),
                     jobId: try row.decode("job_id"))
-                if let json: String = try row.decode("verdict_json") {
-                    verdict = StoredVerdict(json: json, jobDigest: try row.decode("job_sha256"))
-                } else {
-                    verdict = nil
-                }
+                verdict = try StoredVerdict(row: row)
             }
         }
     }
@@ -104,29 +85,17 @@ enum VerdictsTable {
             decided_at, source_topic, source_partition, source_offset, job_sha256, partition_at)
         """
 
-    /// The claims of the verdicts a statement's `v` (``insertVerdict`` … ``insertedKeys``) stored, in the same
-    /// statement (``VerdictClaimsTable``). Under the batch's jobId locks no other claim of these jobIds is
-    /// written meanwhile; one that was (a writer taking no lock) fails the statement on the claims' key, and
-    /// the batch runs again (``StoreTransaction/settle(_:)``).
-    private static let insertClaims = """
-        claimed AS (INSERT INTO verdict_claims (key, partition_at)
-            SELECT verdict_claim_key(team_id, bundle_id, job_id), partition_at FROM v)
-        """
-
-    /// What ``insertVerdict`` returns for ``insertClaims``.
-    private static let insertedKeys = "RETURNING team_id, bundle_id, job_id, partition_at"
-
     /// Accepted attestations of distinct keys, in one statement: their verdicts and their devices (inserted,
     /// or refreshed on re-attestation of the same key; the counter never moves back). Every verdict is
     /// stored or the statement fails, so it returns no rows. Keys must be distinct
     /// because one statement cannot change a row twice: a batch attesting a key twice writes its
     /// attestations in rounds, one statement each (``DecisionWrites``). The batch's gather found no
-    /// verdict for these jobIds after taking their locks (``BatchLocks``), and no other worker stores them
-    /// before this commits, so nothing here looks for them again, and no ON CONFLICT clause guards the
-    /// inserts (its speculative insertion, a second probe of the key and a second WAL record, cost more than
-    /// half again a plain insert): a writer that takes no lock and stored one of these jobIds meanwhile makes
-    /// the insert fail on the partition's key or the claims', and the settle runs the batch again
-    /// (``StoreTransaction/settle(_:)``). The verdicts' claims go in the same statement (``insertClaims``). A device the attestation names keeps
+    /// verdict for these jobIds in any partition after taking their locks (``BatchLocks``), and no other
+    /// worker stores them before this commits, so nothing here probes `verdicts` again, and no ON CONFLICT
+    /// clause guards the insert (its speculative insertion, a second probe of the key and a second WAL
+    /// record, cost more than half again a plain insert): a writer that takes no lock and stored one of
+    /// these jobIds in the same partition meanwhile makes the insert fail on the partition's key, and the
+    /// settle runs the batch again (``StoreTransaction/settle(_:)``). A device the attestation names keeps
     /// that id; one it does not name keeps its stored id, or gets a new UUID: the two are separate inserts
     /// because an upsert's update sees only the row it proposed, not whether the id in it was given.
     struct Attestations: PGCommandStatement {
@@ -147,8 +116,7 @@ enum VerdictsTable {
                     \(metadata("subjectId"))::text[], \(metadata("deviceModel"))::text[], \(metadata("osVersion"))::text[],
                     \(metadata("appVersion"))::text[], \(metadata("appBuildNumber"))::text[], \(metadata("platform"))::text[])
                     AS x(i, \(unescaped: verdictColumns), dkey, pub, env, receipt, did, fp, subject, model, os, appv, build, platform)),
-            v AS (\(unescaped: insertVerdict) SELECT \(unescaped: verdictColumns) FROM x \(unescaped: insertedKeys)),
-            \(unescaped: insertClaims),
+            v AS (\(unescaped: insertVerdict) SELECT \(unescaped: verdictColumns) FROM x),
             named AS (\(unescaped: upsertDevices(deviceId: "did", where: "did IS NOT NULL", keep: "device_id = EXCLUDED.device_id,")))
             \(unescaped: upsertDevices(deviceId: "gen_random_uuid()::text", where: "did IS NULL", keep: ""))
             """
@@ -189,9 +157,9 @@ enum VerdictsTable {
     /// UPDATE itself, so a concurrent writer's change is re-checked under the row lock, and the rows are
     /// locked in key order first (`locked`) so that two batches cannot deadlock on them. Verdicts need no
     /// order: a unique index makes two inserts wait for each other only on one key, and two batches never
-    /// insert one jobId at once under its lock. Nothing looks the jobIds up again: the gather did, under
-    /// their locks (``Attestations`` says why that suffices, and what a verdict stored meanwhile by a writer
-    /// that takes no lock does). The stored verdicts' claims go in the same statement (``insertClaims``). The devices are locked and updated by
+    /// insert one jobId at once under its lock. Nothing probes `verdicts` (every partition) for the jobIds
+    /// again: the gather did, under their locks (``Attestations`` says why that suffices, and what a
+    /// verdict stored meanwhile by a writer that takes no lock does). The devices are locked and updated by
     /// their keys as one array (`= ANY(ARRAY(…))`), which only the primary key serves: as a semi-join, a plan
     /// made while `devices` was analyzed empty read every device on every batch.
     struct Decisions: PGStatement {
@@ -232,9 +200,7 @@ enum VerdictsTable {
             v AS (
                 \(unescaped: insertVerdict)
                 SELECT \(unescaped: verdictColumns)
-                FROM x WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d)
-                \(unescaped: insertedKeys)),
-            \(unescaped: insertClaims)
+                FROM x WHERE dkey IS NULL OR dkey IN (SELECT key_id FROM d))
             SELECT i AS decision FROM x WHERE dkey IS NOT NULL AND dkey NOT IN (SELECT key_id FROM d) ORDER BY i
             """
         }
@@ -264,5 +230,12 @@ enum VerdictsTable {
             }
             return rows.rows.map(\.decision)
         }
+    }
+}
+
+extension StoredVerdict: PGRowDecodable {
+    /// From `verdict_json` and `job_sha256`.
+    public init(row: PGRow) throws(PGError) {
+        self.init(json: try row.decode("verdict_json"), jobDigest: try row.decode("job_sha256"))
     }
 }

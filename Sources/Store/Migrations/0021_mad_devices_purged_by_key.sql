@@ -1,4 +1,4 @@
--- 0022: the counted devices lose their index by month (mad_devices_month, from 0011). Retention's purge was
+-- 0021: the counted devices lose their index by month (mad_devices_month, from 0011). Retention's purge was
 -- its only reader; it now walks the primary key app by app (team, bundle, then the months before the
 -- cutoff). The batch's read of which devices a month has counted names the whole primary key, but a plan
 -- made while the table was analyzed with few rows could take the month's index instead and filter the
