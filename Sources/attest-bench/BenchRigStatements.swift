@@ -69,9 +69,10 @@ enum BenchRigStatements {
             "device_risk", "device_risk_history",
         ]
 
-        /// Deletes the app's rows, then rebuilds those tables' indexes: left at the size the run's rows gave
-        /// them over the few rows that remain, they made the next run's plans read the month's counted
-        /// devices by the month's index instead of the primary key (docs/SCALING.md, "0.9.14").
+        /// Deletes the app's rows, then rebuilds those tables' indexes, so that each run starts from indexes
+        /// the size of the rows they hold: left at the size the run's rows gave them, they priced the next
+        /// run's key lookups above scans of other indexes (0.9.14 saw it on the counted devices' index by
+        /// month, which migration 0021 dropped; docs/SCALING.md, "0.9.14").
         static func run(teamId: String, bundleId: String, on connection: PGConnection) throws(PGError) {
             try connection.execute(RemoveApp(teamId: teamId, bundleId: bundleId))
             for table in tables { try connection.execute("REINDEX TABLE \(table)") }

@@ -425,8 +425,8 @@ struct PipelineBenchmark: Subcommand {
         // Warm-up: the worker and the reader have joined their groups once these have verdicts.
         _ = try pipeline.produceAtOnce(warmUp, phase: "warm-up", stallSeconds: 60)
         // The statistics of tables holding rows, not of the tables the last run's clean-up emptied: the worker
-        // prepares its statements once, and plans made on tables analyzed empty read the month's counted
-        // devices by the month's index alone (docs/SCALING.md, "0.9.14").
+        // prepares its statements once, and its plans made on tables analyzed empty are a fresh database's,
+        // not one in service (docs/SCALING.md, "0.9.14" and "0.9.15").
         Self.note("analyze: ANALYZE after the warm-up")
         _ = try rig.connection.run { c throws(PGError) in try c.execute("ANALYZE") }
         Self.note("throughput: producing \(stream.jobs.count) jobs")
